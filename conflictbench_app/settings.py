@@ -1,0 +1,105 @@
+"""One settings model: defaults that work offline, overridden by a TOML file and ``CONFLICTBENCH_*`` variables."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+
+def user_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "conflictbench"
+
+
+def user_config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "conflictbench"
+
+
+def project_root() -> Path | None:
+    """The checkout this package runs from, when it runs from one (not from an installed wheel)."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").is_file() else None
+
+
+def default_scenarios_dir() -> Path:
+    root = project_root()
+    if root is not None:
+        return root / "scenarios"
+    return Path(__file__).resolve().parent / "resources" / "scenarios"
+
+
+def default_cache_dir() -> Path:
+    root = project_root()
+    return root / "cache" if root is not None else user_data_dir() / "cache"
+
+
+class ProviderProfile(BaseModel):
+    """An OpenAI-compatible endpoint. Keys are never stored here: only the name of the variable that holds one."""
+
+    base_url: str
+    key_env: str = ""
+    vision: bool = True
+    video: bool = False
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+
+class Settings(BaseSettings):
+    """Application settings. File: ``$XDG_CONFIG_HOME/conflictbench/settings.toml`` (or ``CONFLICTBENCH_SETTINGS``)."""
+
+    model_config = SettingsConfigDict(env_prefix="CONFLICTBENCH_", env_nested_delimiter="__", extra="ignore")
+
+    db: Path = Field(default_factory=lambda: user_data_dir() / "conflictbench.db")
+    scenarios_dir: Path = Field(default_factory=default_scenarios_dir)
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+    toolchain_dir: Path = Field(default_factory=lambda: user_data_dir() / "toolchain")
+    glulxe: Path | None = None
+    inform7_dir: Path | None = None
+    engine_timeout: float = 10.0
+    rng_seed: int = 1
+    max_turns_text: int = 14
+    max_turns_multimodal: int = 10
+    renderer: str = "schematic"
+    wan_model_dir: Path | None = None
+    annotator: str = ""
+    providers: dict[str, ProviderProfile] = Field(default_factory=dict)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlSource(settings_cls))
+
+
+def settings_file() -> Path:
+    return Path(os.environ.get("CONFLICTBENCH_SETTINGS") or user_config_dir() / "settings.toml")
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover - unused
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = settings_file()
+        if not path.is_file():
+            return {}
+        try:
+            return tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"The settings file {path} is not valid TOML ({exc}); fix or delete it.") from exc
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
