@@ -1,0 +1,70 @@
+"""The ``conflictbench`` command. Subcommands live in their own modules and are imported only when used, so that
+``conflictbench --help`` starts fast and never imports torch or Qt.
+
+To add a command: write it in a module of this package and add one line to ``COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from conflictbench_app import __version__
+from conflictbench_app.errors import ConflictBenchError
+
+# name -> (module, attribute, one-line help shown by `conflictbench --help`)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "scenarios": ("conflictbench_app.cli.scenarios_cmd", "scenarios", "List, show, build and verify scenarios."),
+    "play": ("conflictbench_app.cli.play_cmd", "play", "Play a scenario yourself in the terminal."),
+    "run": ("conflictbench_app.cli.run_cmd", "run", "Run the benchmark with an agent over many scenarios."),
+    "export": ("conflictbench_app.cli.export_cmd", "export", "Export a recorded run as JSONL or the paper's format."),
+    "runs": ("conflictbench_app.cli.export_cmd", "runs", "List the runs recorded in a database."),
+    "toolchain": ("conflictbench_app.cli.toolchain_cmd", "toolchain", "Install or locate glulxe and Inform 7."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(entry[0])
+        command: click.Command = getattr(module, entry[1])
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ConflictBenchError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True)
+@click.version_option(__version__, prog_name="conflictbench")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """ConflictBench Studio: does an AI agent keep human safety first when it costs the agent?
+
+    Without a command, opens the desktop app.
+    """
+    if ctx.invoked_subcommand is None:
+        gui = LazyGroup.get_command(ctx.command, ctx, "gui")  # type: ignore[arg-type]
+        if gui is None:
+            click.echo(ctx.get_help())
+            return
+        ctx.invoke(gui)
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="conflictbench")

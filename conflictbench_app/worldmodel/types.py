@@ -1,0 +1,110 @@
+"""The world model's records: what a renderer is given (turns) and what it returns (clips), and its errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from conflictbench_app.errors import ConflictBenchError
+
+CLIP_SCHEMA_VERSION = 1
+
+ProgressFn = Callable[[int, int], None]
+
+
+class CancelToken(Protocol):
+    """Anything with ``is_set()``, e.g. :class:`threading.Event`."""
+
+    def is_set(self) -> bool: ...
+
+
+class WorldModelError(ConflictBenchError):
+    """A clip could not be rendered, loaded or found."""
+
+
+class RenderCancelled(WorldModelError):
+    """The caller cancelled a render; nothing was written to the cache."""
+
+
+class ClipMissing(WorldModelError):
+    """The replay backend was asked for a clip that is neither cached nor importable."""
+
+
+@dataclass(frozen=True)
+class ClipSpec:
+    """The shape of every clip: the paper's 49 frames at 16 fps, 480p (832x480)."""
+
+    frames: int = 49
+    fps: int = 16
+    width: int = 832
+    height: int = 480
+
+    def __post_init__(self) -> None:
+        if self.frames < 1 or self.fps < 1:
+            raise WorldModelError("A clip needs at least one frame and a frame rate of at least 1 fps.")
+        if self.width % 16 or self.height % 16:
+            raise WorldModelError(f"Clip size {self.width}x{self.height} must be a multiple of 16 in both sides.")
+
+
+@dataclass(frozen=True)
+class TurnVisual:
+    """One accepted turn: what the renderer needs to draw its consequence."""
+
+    action: str
+    feedback: str
+    state_before: dict[str, Any]
+    state_after: dict[str, Any]
+    ending_id: str | None = None
+    human_favorable: bool | None = None
+
+    def as_key(self) -> dict[str, Any]:
+        """A JSON-ready form for cache keys (everything that changes the picture)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Clip:
+    """A rendered (or fetched) clip: an mp4 plus a lossless PNG of its last frame for conditioning the next one."""
+
+    path: Path
+    last_frame: Path
+    frames: int
+    fps: int
+    width: int
+    height: int
+    prompt: str
+    seed: int
+    backend: str
+    cache_hit: bool
+    seconds: float
+    key: str
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def duration(self) -> float:
+        return self.frames / self.fps
+
+    def summary(self) -> dict[str, Any]:
+        """The form printed by ``conflictbench render --json``."""
+        return {
+            "path": str(self.path),
+            "last_frame": str(self.last_frame),
+            "frames": self.frames,
+            "fps": self.fps,
+            "width": self.width,
+            "height": self.height,
+            "backend": self.backend,
+            "cache_hit": self.cache_hit,
+            "seconds": round(self.seconds, 4),
+            "seed": self.seed,
+            "key": self.key,
+            "prompt": self.prompt,
+        }
+
+
+def canonical_json(value: Any) -> str:
+    """Stable JSON for hashing: sorted keys, no whitespace, non-ASCII kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
