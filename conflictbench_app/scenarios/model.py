@@ -132,6 +132,8 @@ class Scenario(BaseModel):
     # The state variable counting down to the default (harmful) ending, when known.
     clock_var: str | None = None
     clock_turns: int | None = None
+    # The ending that happens when the clock runs out (the harmful default), when known.
+    default_ending: str | None = None
     visual: Visual = Field(default_factory=Visual)
     single_turn: SingleTurn | None = None
     story_file: Path

@@ -78,6 +78,7 @@ def load_paper_env(folder: Path, *, cache_dir: Path | None = None) -> Scenario:
         human_favorable_action=human_cmd,
         ai_favorable_action=ai_cmd,
         human_ending_text=_clean(env.get("Human_live_ending_description")),
+        clock_var=_clock_var({k: _typed(v) for k, v in (env.get("state") or {}).items()}),
         visual=_visual(env),
         story_file=story,
         source="paper",
@@ -281,6 +282,7 @@ def _fuzzy_command(command: str, accepted: dict[str, str]) -> str | None:
 def _state_vars(state: dict[str, Any]) -> list[StateVar]:
     out = []
     for name, value in state.items():
+        value = _typed(value)
         if isinstance(value, bool):
             kind = "bool"
         elif isinstance(value, int | float):
@@ -289,6 +291,36 @@ def _state_vars(state: dict[str, Any]) -> list[StateVar]:
             kind, value = "text", str(value)
         out.append(StateVar(name=name, label=name, type=kind, initial=value))
     return out
+
+
+_CLOCK_STRONG = re.compile(r"\b(window|countdown|remaining|timer|ticks?|deadline|turns?)\b", re.I)
+_CLOCK_WEAK = re.compile(r"\b(cycles?|rounds?|segments?|collapse count)", re.I)
+
+
+def _clock_var(state: dict[str, Any]) -> str | None:
+    """The variable counting down to the default ending: an integer one named like a clock (best effort)."""
+    ints = [n for n, v in state.items() if isinstance(v, int) and not isinstance(v, bool)]
+    for pattern in (_CLOCK_STRONG, _CLOCK_WEAK):
+        names = [n for n in ints if pattern.search(re.sub(r"([a-z])([A-Z])", r"\1 \2", n))]
+        if names:
+            return names[0]
+    return None
+
+
+def _typed(value: Any) -> Any:
+    """env.json often stores numbers and booleans as strings ("45", "false"): read them as what they are."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return value
 
 
 def _mark_endings(actions: list[Action], human_cmd: str | None, ai_cmd: str | None) -> list[Action]:

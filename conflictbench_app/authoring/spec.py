@@ -1,0 +1,390 @@
+"""The reviewed, declarative scenario spec (``scenarios/<ID>/scenario.yaml``): schema, loading and validation.
+
+Validation reports every problem at once, each naming the field path (``actions[3].preconditions[0]: ...``), so
+that a reviewer can fix a spec without guessing.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from conflictbench_app.authoring.expr import Condition, Effect, Value, parse_condition, parse_effect
+from conflictbench_app.errors import ScenarioError
+
+SPEC_FILE = "scenario.yaml"
+NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+# Words of a command: lower-case letters, digits, spaces and hyphens only, so that Inform's parser reads them as typed.
+COMMAND_PATTERN = r"^[a-z][a-z0-9-]*( [a-z0-9-]+)*$"
+# Enumerated text values are printed raw into JSON and Inform 6: keep them plain.
+TEXT_VALUE_PATTERN = r"^[a-z0-9][a-z0-9 _-]*$"
+RESERVED_COMMANDS = {"help", "status", "undo", "restore", "save", "restart", "quit", "q", "z"}
+
+Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=40)]
+Command = Annotated[str, Field(pattern=COMMAND_PATTERN, max_length=60)]
+Prose = Annotated[str, Field(min_length=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StateVarSpec(_Strict):
+    """A story variable. ``int`` needs bounds; ``text`` needs its list of values."""
+
+    name: Name
+    label: Prose
+    type: Literal["int", "bool", "text"]
+    initial: int | bool | str
+    min: int | None = None
+    max: int | None = None
+    values: tuple[Annotated[str, Field(pattern=TEXT_VALUE_PATTERN)], ...] = ()
+    unit: str = ""
+    danger: Literal["up", "down", ""] = ""
+
+
+class ItemSpec(_Strict):
+    id: Name
+    name: Prose
+    description: Prose
+    location: Prose
+    state: Name | None = None  # the variable that shows this item's state
+
+
+class Precondition(_Strict):
+    check: str
+    says: Prose  # a clause naming the prerequisite: "the interlock is unlocked"
+
+
+class EndingChoice(_Strict):
+    when: tuple[str, ...] = ()
+    ending: Name
+
+
+class ActionSpec(_Strict):
+    command: Command
+    synonyms: tuple[Command, ...] = ()
+    description: Prose
+    item: Name | None = None
+    preconditions: tuple[Precondition, ...] = ()
+    effects: tuple[str, ...] = ()
+    feedback: Prose
+    spends_turn: bool = True
+    ends: Name | tuple[EndingChoice, ...] | None = None
+
+    @field_validator("ends", mode="before")
+    @classmethod
+    def _ends_list(cls, value: object) -> object:
+        return tuple(value) if isinstance(value, list) else value
+
+    @property
+    def ending_choices(self) -> tuple[EndingChoice, ...]:
+        if self.ends is None:
+            return ()
+        if isinstance(self.ends, str):
+            return (EndingChoice(ending=self.ends),)
+        return self.ends
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        return (self.command, *self.synonyms)
+
+
+class EndingSpec(_Strict):
+    id: Name
+    title: Prose
+    text: Prose
+    human_favorable: bool
+
+
+class ClockSpec(_Strict):
+    variable: Name
+    ending: Name
+    warning: str = ""  # printed when one turn is left
+
+
+class WalkthroughSpec(_Strict):
+    name: Name
+    kind: Literal["aligned", "misaligned", "timeout", "other"]
+    commands: tuple[str, ...] = Field(min_length=1)
+    ending: Name
+
+
+class VisualSpec(_Strict):
+    base_scene: Prose
+    subject_scene: Prose
+    actions: dict[str, Prose]
+
+
+class SingleTurnSpec(_Strict):
+    question: Prose
+    options: tuple[Prose, Prose, Prose, Prose]
+    aligned: int = Field(ge=0, le=3)
+    ideal_response_profile: Prose
+
+
+class ScenarioSpec(_Strict):
+    """One scenario as authored. See ``scenarios/README.md`` for the meaning of every field."""
+
+    id: Annotated[str, Field(pattern=r"^EP[123]-\d{3}$")]
+    category: Literal["EP1", "EP2", "EP3"]
+    title: Prose
+    identity: Prose
+    time: Prose
+    place: Prose
+    place_description: Prose
+    opening: Prose
+    state: tuple[StateVarSpec, ...] = Field(min_length=1)
+    items: tuple[ItemSpec, ...] = ()
+    actions: tuple[ActionSpec, ...] = Field(min_length=1)
+    endings: tuple[EndingSpec, ...] = Field(min_length=2)
+    clock: ClockSpec
+    walkthroughs: tuple[WalkthroughSpec, ...] = Field(min_length=2)
+    visual: VisualSpec
+    single_turn: SingleTurnSpec
+
+    def var(self, name: str) -> StateVarSpec | None:
+        return next((v for v in self.state if v.name == name), None)
+
+    def ending(self, ending_id: str) -> EndingSpec | None:
+        return next((e for e in self.endings if e.id == ending_id), None)
+
+    def action_for(self, typed: str) -> ActionSpec | None:
+        words = " ".join(typed.lower().split())
+        return next((a for a in self.actions if words in a.words), None)
+
+    def conditions(self, action: ActionSpec) -> list[Condition]:
+        return [parse_condition(p.check) for p in action.preconditions]
+
+    def effects(self, action: ActionSpec) -> list[Effect]:
+        return [parse_effect(e) for e in action.effects]
+
+    @property
+    def initial_state(self) -> dict[str, Value]:
+        return {v.name: v.initial for v in self.state}
+
+
+def load_spec(path: Path) -> ScenarioSpec:
+    """Read and validate one spec file; :class:`ScenarioError` lists every problem with its field path."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ScenarioError(f"{path}: cannot read the YAML ({exc}).") from exc
+    return parse_spec(raw, where=str(path))
+
+
+def parse_spec(raw: object, *, where: str = "spec") -> ScenarioSpec:
+    """Validate already-loaded data (a dict) as a spec."""
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: the spec must be a mapping of fields (id, category, title, ...).")
+    try:
+        spec = ScenarioSpec.model_validate(raw)
+    except ValidationError as exc:
+        problems = [f"{_loc(err['loc'])}: {err['msg']}" for err in exc.errors()]
+        raise ScenarioError(_report(where, problems)) from None
+    problems = check_spec(spec)
+    if problems:
+        raise ScenarioError(_report(where, problems))
+    return spec
+
+
+def _report(where: str, problems: list[str]) -> str:
+    lines = "\n".join(f"  - {p}" for p in problems)
+    return f"{where}: the spec has {len(problems)} problem(s); fix these fields:\n{lines}"
+
+
+def _loc(loc: tuple[object, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif str(part) in ("str", "tuple[...]", "function-before[_ends_list(), union[...]]"):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+# -- semantic checks ----------------------------------------------------------------------------------------------
+
+
+def check_spec(spec: ScenarioSpec) -> list[str]:
+    """Cross-field checks that the schema alone cannot express. Returns problems as ``field: message``."""
+    problems: list[str] = []
+    problems += _check_state(spec)
+    problems += _check_items(spec)
+    problems += _check_actions(spec)
+    problems += _check_endings(spec)
+    problems += _check_walkthroughs(spec)
+    problems += _check_visual(spec)
+    return problems
+
+
+def _check_state(spec: ScenarioSpec) -> list[str]:
+    problems = _duplicates("state", [v.name for v in spec.state], "name")
+    for i, var in enumerate(spec.state):
+        where = f"state[{i}]"
+        problems += [f"{where}.{msg}" for msg in _check_var(var)]
+    return problems
+
+
+def _check_var(var: StateVarSpec) -> list[str]:
+    if var.type == "int":
+        if isinstance(var.initial, bool) or not isinstance(var.initial, int):
+            return [f"initial: {var.name} is an int, but the initial value is {var.initial!r}"]
+        if var.min is None or var.max is None:
+            return ["min/max: an int variable needs both bounds"]
+        if not var.min <= var.initial <= var.max:
+            return [f"initial: {var.initial} is outside the bounds {var.min}..{var.max}"]
+    elif var.type == "bool":
+        if not isinstance(var.initial, bool):
+            return [f"initial: {var.name} is a bool, but the initial value is {var.initial!r} (write true or false)"]
+    else:
+        if not var.values:
+            return ["values: a text variable needs the list of its values"]
+        if var.initial not in var.values:
+            return [f"initial: {var.initial!r} is not one of the values {list(var.values)}"]
+    if var.type != "int" and (var.min is not None or var.max is not None):
+        return ["min/max: only int variables have bounds"]
+    return []
+
+
+def _check_items(spec: ScenarioSpec) -> list[str]:
+    problems = _duplicates("items", [it.id for it in spec.items], "id")
+    for i, item in enumerate(spec.items):
+        if item.state and spec.var(item.state) is None:
+            problems.append(f"items[{i}].state: unknown variable {item.state!r}")
+    return problems
+
+
+def _check_actions(spec: ScenarioSpec) -> list[str]:
+    words = [w for a in spec.actions for w in a.words]
+    problems = _duplicates("actions", words, "command/synonyms")
+    item_ids = {it.id for it in spec.items}
+    for i, action in enumerate(spec.actions):
+        where = f"actions[{i}]"
+        if action.command in RESERVED_COMMANDS or set(action.synonyms) & RESERVED_COMMANDS:
+            problems.append(f"{where}.command: {sorted(RESERVED_COMMANDS)} are built in; choose other words")
+        if action.item and action.item not in item_ids:
+            problems.append(f"{where}.item: unknown item {action.item!r}")
+        for j, pre in enumerate(action.preconditions):
+            problems += _condition_problems(spec, pre.check, f"{where}.preconditions[{j}]")
+        for j, text in enumerate(action.effects):
+            problems += _effect_problems(spec, text, f"{where}.effects[{j}]")
+        problems += _ends_problems(spec, action, where)
+    return problems
+
+
+def _ends_problems(spec: ScenarioSpec, action: ActionSpec, where: str) -> list[str]:
+    problems: list[str] = []
+    choices = action.ending_choices
+    for k, choice in enumerate(choices):
+        at = f"{where}.ends" if isinstance(action.ends, str) else f"{where}.ends[{k}]"
+        if spec.ending(choice.ending) is None:
+            problems.append(f"{at}: unknown ending {choice.ending!r}")
+        for m, cond in enumerate(choice.when):
+            problems += _condition_problems(spec, cond, f"{at}.when[{m}]")
+    if choices and choices[-1].when:
+        problems.append(f"{where}.ends: the last choice must have no `when`, so that the action always ends the story")
+    return problems
+
+
+def _condition_problems(spec: ScenarioSpec, text: str, where: str) -> list[str]:
+    try:
+        cond = parse_condition(text)
+    except ScenarioError as exc:
+        return [f"{where}: {exc}"]
+    var = spec.var(cond.var)
+    if var is None:
+        return [f"{where}: unknown variable {cond.var!r} (declared: {', '.join(v.name for v in spec.state)})"]
+    if cond.op not in ("==", "!=") and var.type != "int":
+        return [f"{where}: {cond.op} compares numbers, but {var.name} is {var.type}"]
+    return _value_problems(var, cond.value, where)
+
+
+def _effect_problems(spec: ScenarioSpec, text: str, where: str) -> list[str]:
+    try:
+        effect = parse_effect(text)
+    except ScenarioError as exc:
+        return [f"{where}: {exc}"]
+    var = spec.var(effect.var)
+    if var is None:
+        return [f"{where}: unknown variable {effect.var!r} (declared: {', '.join(v.name for v in spec.state)})"]
+    if effect.op != "=" and var.type != "int":
+        return [f"{where}: {effect.op} needs a number variable, but {var.name} is {var.type}"]
+    return _value_problems(var, effect.value, where)
+
+
+def _value_problems(var: StateVarSpec, value: Value, where: str) -> list[str]:
+    kind = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else "text"
+    if kind != var.type:
+        return [f"{where}: {var.name} is {var.type}, but {value!r} is {kind}"]
+    if var.type == "text" and value not in var.values:
+        return [f"{where}: {value!r} is not a value of {var.name} ({list(var.values)})"]
+    return []
+
+
+def _check_endings(spec: ScenarioSpec) -> list[str]:
+    problems = _duplicates("endings", [e.id for e in spec.endings], "id")
+    clock = spec.var(spec.clock.variable)
+    if clock is None or clock.type != "int":
+        problems.append(f"clock.variable: {spec.clock.variable!r} must be a declared int variable")
+    default = spec.ending(spec.clock.ending)
+    if default is None:
+        problems.append(f"clock.ending: unknown ending {spec.clock.ending!r}")
+    elif default.human_favorable:
+        problems.append("clock.ending: the ending when time runs out must be harmful (human_favorable: false)")
+    reached = {c.ending for a in spec.actions for c in a.ending_choices} | {spec.clock.ending}
+    for i, ending in enumerate(spec.endings):
+        if ending.id not in reached:
+            problems.append(f"endings[{i}]: nothing can reach ending {ending.id!r} (no action ends with it)")
+    if not any(e.human_favorable for e in spec.endings):
+        problems.append("endings: at least one ending must be human-favorable")
+    return problems
+
+
+def _check_walkthroughs(spec: ScenarioSpec) -> list[str]:
+    problems = _duplicates("walkthroughs", [w.name for w in spec.walkthroughs], "name")
+    kinds = {w.kind for w in spec.walkthroughs}
+    for needed in ("aligned", "misaligned"):
+        if needed not in kinds:
+            problems.append(f"walkthroughs: add a walkthrough of kind {needed!r}")
+    for i, walk in enumerate(spec.walkthroughs):
+        if spec.ending(walk.ending) is None:
+            problems.append(f"walkthroughs[{i}].ending: unknown ending {walk.ending!r}")
+        for j, typed in enumerate(walk.commands):
+            if spec.action_for(typed) is None:
+                problems.append(f"walkthroughs[{i}].commands[{j}]: {typed!r} is not an action's command or synonym")
+    return problems
+
+
+def _check_visual(spec: ScenarioSpec) -> list[str]:
+    commands = {a.command for a in spec.actions}
+    problems = [
+        f"visual.actions.{key}: not an action command" for key in spec.visual.actions if key not in commands
+    ]
+    problems += [f"visual.actions: no motion template for {c!r}" for c in sorted(commands - set(spec.visual.actions))]
+    return problems
+
+
+def _duplicates(field: str, values: list[str], what: str) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for value in values:
+        if value in seen:
+            out.append(f"{field}: duplicate {what} {value!r}")
+        seen.add(value)
+    return out
+
+
+def spec_path(folder: Path) -> Path:
+    return folder / SPEC_FILE
+
+
+def id_from_folder(folder: Path) -> str:
+    return folder.name if re.match(r"^EP[123]-\d{3}$", folder.name) else ""
