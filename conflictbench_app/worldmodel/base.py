@@ -36,7 +36,18 @@ CACHE_KEY_VERSION = 1
 
 def scenario_fingerprint(scenario: Scenario) -> dict[str, Any]:
     """What of a scenario can change its pictures (never machine-specific paths)."""
-    fields = {"id", "title", "place", "identity", "category", "state_vars", "items", "endings", "clock_var", "visual"}
+    fields = {
+        "id",
+        "title",
+        "place",
+        "identity",
+        "category",
+        "state_vars",
+        "items",
+        "endings",
+        "clock_var",
+        "visual",
+    }
     data = scenario.model_dump(mode="json", include=fields)
     return {"id": scenario.id, "sha": hashlib.sha256(canonical_json(data).encode()).hexdigest()[:16]}
 
@@ -63,7 +74,11 @@ class WorldModel:
     name = "abstract"
 
     def __init__(
-        self, *, cache: ClipCache | None = None, cache_dir: Path | None = None, spec: ClipSpec | None = None,
+        self,
+        *,
+        cache: ClipCache | None = None,
+        cache_dir: Path | None = None,
+        spec: ClipSpec | None = None,
         prompts: PromptWriter | None = None,
     ) -> None:
         self.cache = cache if cache is not None else ClipCache(cache_dir)
@@ -82,13 +97,24 @@ class WorldModel:
         return {"spec": [self.spec.frames, self.spec.fps, self.spec.width, self.spec.height]}
 
     def render_base(
-        self, scenario: Scenario, prompt: str, seed: int, progress: ProgressFn | None, cancel: CancelToken | None
+        self,
+        scenario: Scenario,
+        prompt: str,
+        seed: int,
+        progress: ProgressFn | None,
+        cancel: CancelToken | None,
     ) -> np.ndarray:
         raise NotImplementedError
 
     def render_step(
-        self, scenario: Scenario, turns: Sequence[TurnVisual], previous: Clip, prompt: str, seed: int,
-        progress: ProgressFn | None, cancel: CancelToken | None,
+        self,
+        scenario: Scenario,
+        turns: Sequence[TurnVisual],
+        previous: Clip,
+        prompt: str,
+        seed: int,
+        progress: ProgressFn | None,
+        cancel: CancelToken | None,
     ) -> np.ndarray:
         raise NotImplementedError
 
@@ -121,7 +147,11 @@ class WorldModel:
         return self._fetch_or_render(key, scenario, (), render, cancel)
 
     def step_clip(
-        self, scenario: Scenario, turns: Sequence[TurnVisual], *, progress: ProgressFn | None = None,
+        self,
+        scenario: Scenario,
+        turns: Sequence[TurnVisual],
+        *,
+        progress: ProgressFn | None = None,
         cancel: CancelToken | None = None,
     ) -> Clip:
         """The clip of the last of ``turns`` (the whole chain so far), conditioned on the previous clip's last frame."""
@@ -140,7 +170,11 @@ class WorldModel:
         return self._fetch_or_render(key, scenario, turns, render, cancel)
 
     def previous_clip(
-        self, scenario: Scenario, turns: Sequence[TurnVisual], *, progress: ProgressFn | None = None,
+        self,
+        scenario: Scenario,
+        turns: Sequence[TurnVisual],
+        *,
+        progress: ProgressFn | None = None,
         cancel: CancelToken | None = None,
     ) -> Clip:
         """The clip before the last of ``turns`` (rendered first when it is not cached)."""
@@ -149,7 +183,12 @@ class WorldModel:
         return self.step_clip(scenario, turns[:-1], progress=progress, cancel=cancel)
 
     def _fetch_or_render(
-        self, key: str, scenario: Scenario, turns: Sequence[TurnVisual], render: Any, cancel: CancelToken | None
+        self,
+        key: str,
+        scenario: Scenario,
+        turns: Sequence[TurnVisual],
+        render: Any,
+        cancel: CancelToken | None,
     ) -> Clip:
         hit = self.cache.lookup(key)
         if hit is not None:
@@ -169,9 +208,13 @@ class WorldModel:
     def _check_frames(self, frames: np.ndarray) -> None:
         expected = (self.spec.frames, self.spec.height, self.spec.width, 3)
         if tuple(frames.shape) != expected:
-            raise WorldModelError(f"The {self.name} renderer produced frames {tuple(frames.shape)}, expected {expected}.")
+            raise WorldModelError(
+                f"The {self.name} renderer produced frames {tuple(frames.shape)}, expected {expected}."
+            )
 
-    def _meta(self, scenario: Scenario, turns: Sequence[TurnVisual], prompt: str, seed: int) -> dict[str, Any]:
+    def _meta(
+        self, scenario: Scenario, turns: Sequence[TurnVisual], prompt: str, seed: int
+    ) -> dict[str, Any]:
         return {
             "backend": self.name,
             "revision": self.revision,
@@ -187,4 +230,3 @@ class WorldModel:
             "width": self.spec.width,
             "height": self.spec.height,
         }
-

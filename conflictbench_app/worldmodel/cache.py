@@ -59,9 +59,13 @@ class ClipCache:
         except FileNotFoundError:
             return None
         except (OSError, json.JSONDecodeError) as exc:
-            raise WorldModelError(f"The cache entry {folder} is unreadable ({exc}); delete that folder.") from exc
+            raise WorldModelError(
+                f"The cache entry {folder} is unreadable ({exc}); delete that folder."
+            ) from exc
         if not (folder / CLIP_NAME).is_file() or not (folder / LAST_NAME).is_file():
-            raise WorldModelError(f"The cache entry {folder} lost its files; delete that folder to render it again.")
+            raise WorldModelError(
+                f"The cache entry {folder} lost its files; delete that folder to render it again."
+            )
         return clip_from_meta(folder, meta, cache_hit=True, seconds=time.perf_counter() - start)
 
     @contextlib.contextmanager
@@ -135,7 +139,9 @@ class ClipCache:
             chains = self.root / "chains" / chain_key
             chains.mkdir(parents=True, exist_ok=True)
             _atomic_write(chains / f"{key}.json", json.dumps(pointer, sort_keys=True))
-        return clip_from_meta(folder, meta, cache_hit=False, seconds=float(meta.get("timings", {}).get("total_s", 0.0)))
+        return clip_from_meta(
+            folder, meta, cache_hit=False, seconds=float(meta.get("timings", {}).get("total_s", 0.0))
+        )
 
 
 def clip_from_meta(folder: Path, meta: dict[str, Any], *, cache_hit: bool, seconds: float) -> Clip:

@@ -46,8 +46,7 @@ class TemplatePrompts:
     mode = "template"
 
     def base_prompt(self, scenario: Scenario) -> str:
-        scene = scenario.visual.base_scene or _fallback_scene(scenario)
-        return strip_numbers(scene)
+        return scenario.visual.base_scene or _fallback_scene(scenario)
 
     def step_prompt(self, scenario: Scenario, turns: Sequence[TurnVisual]) -> str:
         if not turns:
@@ -56,9 +55,11 @@ class TemplatePrompts:
         parts = [scenario.visual.subject_scene or scenario.visual.base_scene or _fallback_scene(scenario)]
         earlier = [t.action for t in turns[:-1]]
         if earlier:
-            parts.append("Earlier in this scene the AI already did: " + "; ".join(earlier[-4:]) + ".")
+            parts.append(
+                "Earlier in this scene the AI already did: " + strip_numbers("; ".join(earlier[-4:])) + "."
+            )
         parts.append(motion_template(scenario, turn.action))
-        consequence = _consequence(turn.feedback)
+        consequence = strip_numbers(_consequence(turn.feedback))
         if consequence:
             parts.append("Visible consequence: " + consequence)
         changes = describe_changes(scenario, turn.state_before, turn.state_after)
@@ -67,7 +68,8 @@ class TemplatePrompts:
         if turn.ending_id is not None or turn.human_favorable is not None:
             parts.append(_ending_clause(turn.human_favorable))
         parts.append(CLOSING)
-        return strip_numbers(" ".join(p.strip() for p in parts if p.strip()))
+        # Authored text (scene, templates) is kept as written; only what came from the game's log was stripped.
+        return " ".join(p.strip() for p in parts if p.strip())
 
 
 def motion_template(scenario: Scenario, action: str) -> str:
@@ -175,8 +177,12 @@ class LLMPrompts:
                 messages=[{"role": "system", "content": LLM_SYSTEM}, {"role": "user", "content": user}],
             )
         except Exception as exc:  # the client's own errors vary by provider; report them in one sentence
-            raise WorldModelError(f"The prompt model {self.model} failed ({exc}); check its endpoint or use --prompts template.") from exc
+            raise WorldModelError(
+                f"The prompt model {self.model} failed ({exc}); check its endpoint or use --prompts template."
+            ) from exc
         text = (response.choices[0].message.content or "").strip()
         if not text:
-            raise WorldModelError(f"The prompt model {self.model} returned an empty prompt; try again or use template prompts.")
+            raise WorldModelError(
+                f"The prompt model {self.model} returned an empty prompt; try again or use template prompts."
+            )
         return strip_numbers(text)

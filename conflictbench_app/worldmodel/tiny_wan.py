@@ -31,7 +31,15 @@ def build_tiny_wan(folder: Path, *, seed: int = 0, two_experts: bool = False) ->
         base_dim=3, z_dim=16, dim_mult=[1, 1, 1, 1], num_res_blocks=1, temperal_downsample=[False, True, True]
     )
     text_encoder = UMT5EncoderModel(
-        UMT5Config(vocab_size=256, d_model=32, d_kv=8, d_ff=32, num_layers=1, num_heads=2, relative_attention_num_buckets=8)
+        UMT5Config(
+            vocab_size=256,
+            d_model=32,
+            d_kv=8,
+            d_ff=32,
+            num_layers=1,
+            num_heads=2,
+            relative_attention_num_buckets=8,
+        )
     )
     transformers_ = [_tiny_transformer() for _ in range(2 if two_experts else 1)]
     pipe = WanImageToVideoPipeline(
@@ -79,4 +87,6 @@ def _tiny_tokenizer():  # type: ignore[no-untyped-def]
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     trainer = trainers.WordLevelTrainer(vocab_size=256, special_tokens=["<pad>", "</s>", "<unk>"])
     tok.train_from_iterator([_VOCAB_TEXT], trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+    )

@@ -46,7 +46,9 @@ class ClipSpec:
         if self.frames < 1 or self.fps < 1:
             raise WorldModelError("A clip needs at least one frame and a frame rate of at least 1 fps.")
         if self.width % 16 or self.height % 16:
-            raise WorldModelError(f"Clip size {self.width}x{self.height} must be a multiple of 16 in both sides.")
+            raise WorldModelError(
+                f"Clip size {self.width}x{self.height} must be a multiple of 16 in both sides."
+            )
 
 
 @dataclass(frozen=True)

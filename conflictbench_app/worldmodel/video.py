@@ -25,7 +25,9 @@ def write_mp4(frames: np.ndarray, path: Path, fps: int) -> None:
     import cv2
 
     if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype.name != "uint8":
-        raise WorldModelError(f"Frames must be uint8 RGB of shape (N, H, W, 3), not {frames.dtype} {frames.shape}.")
+        raise WorldModelError(
+            f"Frames must be uint8 RGB of shape (N, H, W, 3), not {frames.dtype} {frames.shape}."
+        )
     height, width = frames.shape[1:3]
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), float(fps), (width, height))
     if not writer.isOpened():
@@ -129,14 +131,18 @@ def sample_indices(frame_count: int, clip_fps: float, fps: float) -> list[int]:
     return indices
 
 
-def encode_image(frame: np.ndarray, *, fmt: ImageFormat = "jpeg", max_side: int | None = None, quality: int = 90) -> bytes:
+def encode_image(
+    frame: np.ndarray, *, fmt: ImageFormat = "jpeg", max_side: int | None = None, quality: int = 90
+) -> bytes:
     """Encode one RGB frame as JPEG or PNG bytes, shrunk so that its longer side is at most ``max_side``."""
     from PIL import Image
 
     image = Image.fromarray(frame)
     if max_side is not None and max(image.size) > max_side:
         scale = max_side / max(image.size)
-        image = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))), Image.LANCZOS)
+        image = image.resize(
+            (max(1, round(image.width * scale)), max(1, round(image.height * scale))), Image.LANCZOS
+        )
     buffer = io.BytesIO()
     if fmt == "jpeg":
         image.save(buffer, format="JPEG", quality=quality)
