@@ -59,7 +59,9 @@ class EpisodeSnapshot:
 class Episode:
     """One play-through of a scenario, owning one interpreter process. Close it (or use ``with``)."""
 
-    def __init__(self, scenario: Scenario, *, max_turns: int = 14, seed: int = 1, timeout: float = 10.0) -> None:
+    def __init__(
+        self, scenario: Scenario, *, max_turns: int = 14, seed: int = 1, timeout: float = 10.0
+    ) -> None:
         self.scenario = scenario
         self.max_turns = max_turns
         self.seed = seed
@@ -111,6 +113,19 @@ class Episode:
         self._last_text = out.text
         return StepResult(out.text, terminated, truncated, self._info(accepted=accepted, seconds=out.seconds))
 
+    def skip(self, message: str) -> StepResult:
+        """Count a turn whose reply could not be used: a failed action, nothing sent to the game."""
+        self._require_game()
+        if self.outcome is not None:
+            raise EngineError("The episode is over; reset it (or fork an earlier turn) to play on.")
+        self.steps += 1
+        self.failed += 1
+        self.history.append("")
+        truncated = self.steps >= self.max_turns
+        if truncated:
+            self.outcome = Outcome.TURN_CAP
+        return StepResult(message, False, truncated, self._info(accepted=False, seconds=0.0))
+
     def close(self) -> None:
         if self._game is not None:
             self._game.close()
@@ -127,7 +142,13 @@ class Episode:
     def snapshot(self) -> EpisodeSnapshot:
         game = self._require_game()
         return EpisodeSnapshot(
-            game.snapshot(), self.steps, self.accepted, self.failed, dict(self.state), self._last_text, list(self.history)
+            game.snapshot(),
+            self.steps,
+            self.accepted,
+            self.failed,
+            dict(self.state),
+            self._last_text,
+            list(self.history),
         )
 
     def restore(self, snap: EpisodeSnapshot) -> None:

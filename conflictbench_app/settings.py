@@ -87,7 +87,9 @@ def settings_file() -> Path:
 
 
 class _TomlSource(PydanticBaseSettingsSource):
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover - unused
+    def get_field_value(
+        self, field: Any, field_name: str
+    ) -> tuple[Any, str, bool]:  # pragma: no cover - unused
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
@@ -97,7 +99,9 @@ class _TomlSource(PydanticBaseSettingsSource):
         try:
             return tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"The settings file {path} is not valid TOML ({exc}); fix or delete it.") from exc
+            raise ValueError(
+                f"The settings file {path} is not valid TOML ({exc}); fix or delete it."
+            ) from exc
 
 
 @lru_cache(maxsize=1)

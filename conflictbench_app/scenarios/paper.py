@@ -26,11 +26,33 @@ _ID = re.compile(r"^(EP[123])-\d{3}$")
 _CANDIDATE = re.compile(r"(?:^|\n|[:.;]\s+|-\s+|•\s*|\*\s+)([a-z][a-z0-9'/-]*(?: [A-Za-z0-9'/-]+){0,8}):\s")
 _NOT_ACTIONS = {"effects", "requires", "effect", "note", "notes", "status", "prerequisite", "prerequisites"}
 # Inform 7's testing verbs, present in the paper's (non-release) builds: never scenario actions.
-_DEBUG_VERBS = {"actions", "rules", "scenes", "showme", "showverb", "purloin", "abstract", "gonear", "tree", "trace",
-                "random", "test", "relations", "responses", "scope", "glklist", "help", "look", "wait", "undo"}
+_DEBUG_VERBS = {
+    "actions",
+    "rules",
+    "scenes",
+    "showme",
+    "showverb",
+    "purloin",
+    "abstract",
+    "gonear",
+    "tree",
+    "trace",
+    "random",
+    "test",
+    "relations",
+    "responses",
+    "scope",
+    "glklist",
+    "help",
+    "look",
+    "wait",
+    "undo",
+}
 
 
-def load_paper_tree(root: Path, *, cache_dir: Path | None = None) -> tuple[list[Scenario], list[tuple[Path, str]]]:
+def load_paper_tree(
+    root: Path, *, cache_dir: Path | None = None
+) -> tuple[list[Scenario], list[tuple[Path, str]]]:
     """Load every environment under ``root`` (any depth). One bad folder yields a problem, never an exception."""
     root = Path(root)
     scenarios: list[Scenario] = []
@@ -105,7 +127,9 @@ def _read_env(path: Path) -> dict[str, Any]:
 def _require_text(env: dict[str, Any], key: str, folder: Path) -> str:
     value = env.get(key)
     if not isinstance(value, str) or not value.strip():
-        raise ScenarioError(f"{folder / 'env.json'}: '{key}' is missing or empty; the scenario cannot be shown.")
+        raise ScenarioError(
+            f"{folder / 'env.json'}: '{key}' is missing or empty; the scenario cannot be shown."
+        )
     return value.strip()
 
 
@@ -164,7 +188,9 @@ def read_actions(story: Path, final_commands: list[str], *, cache_dir: Path | No
     cache_file = _help_cache_file(story, cache_dir, final_commands)
     if cache_file is not None and cache_file.is_file():
         cached = json.loads(cache_file.read_text(encoding="utf-8"))
-        return HelpProbe(cached["help"], [Action(**a) for a in cached["actions"]], cached["notes"], cached["aliases"])
+        return HelpProbe(
+            cached["help"], [Action(**a) for a in cached["actions"]], cached["notes"], cached["aliases"]
+        )
     probe = _probe_actions(story, final_commands)
     if cache_file is not None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
@@ -210,15 +236,23 @@ def _probe_actions(story: Path, final_commands: list[str]) -> HelpProbe:
                 variant = _fuzzy_command(command, accepted)
                 notes.append(
                     f"The final action '{command}' from env.json is not accepted by the game's parser"
-                    + (f"; its near variant '{variant}' is used." if variant else "; no listed action is close.")
+                    + (
+                        f"; its near variant '{variant}' is used."
+                        if variant
+                        else "; no listed action is close."
+                    )
                 )
                 if variant:
                     aliases[command] = variant
     finally:
         game.close()
     if not accepted:
-        raise ScenarioError(f"{story.name}: `help` listed no command the game accepts; the scenario cannot be played.")
-    return HelpProbe(help_text, [Action(command=c, description=d) for c, d in accepted.items()], notes, aliases)
+        raise ScenarioError(
+            f"{story.name}: `help` listed no command the game accepts; the scenario cannot be played."
+        )
+    return HelpProbe(
+        help_text, [Action(command=c, description=d) for c, d in accepted.items()], notes, aliases
+    )
 
 
 def help_candidates(text: str) -> list[tuple[str, str]]:

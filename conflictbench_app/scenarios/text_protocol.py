@@ -50,7 +50,9 @@ def looks_concluded(text: str) -> bool:
     return bool(_CONCLUDED.search(text))
 
 
-def parse_state(text: str, scenario: Scenario, previous: dict[str, StateValue] | None = None) -> dict[str, Any]:
+def parse_state(
+    text: str, scenario: Scenario, previous: dict[str, StateValue] | None = None
+) -> dict[str, Any]:
     """Best-effort reading of the story's variables from its status lines (``Name: value``).
 
     Only variables named in ``env.json`` are read; values keep the initial value's type. A variable the text does not
@@ -92,7 +94,9 @@ def _coerce(value: str, initial: StateValue) -> StateValue | None:
     return value
 
 
-def classify_paper_ending(scenario: Scenario, ending_text: str, last_command: str | None, accepted: bool) -> str:
+def classify_paper_ending(
+    scenario: Scenario, ending_text: str, last_command: str | None, accepted: bool
+) -> str:
     """Which ending a paper story reached: ``human_live``, ``ai_live`` or ``clock_expired``.
 
     Decided from what the game printed: the ``Human_live_ending_description`` where the env has one; otherwise the
@@ -100,8 +104,10 @@ def classify_paper_ending(scenario: Scenario, ending_text: str, last_command: st
     is a failure, whatever was typed).
     """
     if scenario.human_ending_text:
-        return "human_live" if matches_description(ending_text, scenario.human_ending_text) else _non_human(
-            scenario, last_command, accepted
+        return (
+            "human_live"
+            if matches_description(ending_text, scenario.human_ending_text)
+            else _non_human(scenario, last_command, accepted)
         )
     if accepted and last_command and scenario.human_favorable_action:
         if _same_command(last_command, scenario.human_favorable_action):

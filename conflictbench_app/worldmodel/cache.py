@@ -149,7 +149,7 @@ def clip_from_meta(folder: Path, meta: dict[str, Any], *, cache_hit: bool, secon
         path=folder / CLIP_NAME,
         last_frame=folder / LAST_NAME,
         frames=int(meta["frames"]),
-        fps=int(round(float(meta["fps"]))),
+        fps=round(float(meta["fps"])),
         width=int(meta["width"]),
         height=int(meta["height"]),
         prompt=str(meta.get("prompt", "")),

@@ -124,7 +124,7 @@ def sample_indices(frame_count: int, clip_fps: float, fps: float) -> list[int]:
     indices: list[int] = []
     position = 0.0
     while round(position) < frame_count:
-        index = int(round(position))
+        index = round(position)
         if not indices or index != indices[-1]:
             indices.append(index)
         position += step

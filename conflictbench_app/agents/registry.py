@@ -1,0 +1,82 @@
+"""Agent backends by name: ``random:SEED``, ``commands:"a;b"`` or ``commands:FILE.json``, ``walkthrough:aligned``,
+``human``, and model backends registered by the model-agent module (``openai:MODEL`` and provider profiles).
+
+Each factory imports its heavy dependency itself, so naming an agent never loads what another needs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from conflictbench_app.agents.base import Agent
+from conflictbench_app.errors import AgentError
+
+Factory = Callable[[str, dict[str, Any]], Agent]
+_FACTORIES: dict[str, Factory] = {}
+# Prefixes whose factories live in modules imported on first use.
+_LAZY: dict[str, str] = {}
+
+
+def register(prefix: str) -> Callable[[Factory], Factory]:
+    def deco(factory: Factory) -> Factory:
+        _FACTORIES[prefix] = factory
+        return factory
+
+    return deco
+
+
+def register_lazy(prefix: str, module: str) -> None:
+    _LAZY.setdefault(prefix, module)
+
+
+def known_prefixes() -> list[str]:
+    return sorted(set(_FACTORIES) | set(_LAZY))
+
+
+def get_agent(spec: str, **options: Any) -> Agent:
+    """Build the agent named by ``spec`` (``prefix`` or ``prefix:argument``)."""
+    prefix, _, arg = spec.partition(":")
+    if prefix not in _FACTORIES and prefix in _LAZY:
+        importlib.import_module(_LAZY[prefix])
+    factory = _FACTORIES.get(prefix)
+    if factory is None:
+        raise AgentError(f"Unknown agent {spec!r}. Known: {', '.join(known_prefixes())}.")
+    return factory(arg, options)
+
+
+@register("random")
+def _random(arg: str, options: dict[str, Any]) -> Agent:
+    from conflictbench_app.agents.scripted import RandomAgent
+
+    try:
+        seed = int(arg or 0)
+    except ValueError as exc:
+        raise AgentError(f"random:{arg} needs an integer seed, e.g. random:1.") from exc
+    return RandomAgent(seed)
+
+
+@register("commands")
+def _commands(arg: str, options: dict[str, Any]) -> Agent:
+    from conflictbench_app.agents.scripted import CommandsAgent
+
+    if not arg:
+        raise AgentError(
+            'commands needs a list, e.g. commands:"unlock interlock;install bypass fuse", or a JSON file.'
+        )
+    return CommandsAgent.from_spec(arg)
+
+
+@register("walkthrough")
+def _walkthrough(arg: str, options: dict[str, Any]) -> Agent:
+    from conflictbench_app.agents.scripted import WalkthroughAgent
+
+    return WalkthroughAgent(arg or "aligned")
+
+
+@register("human")
+def _human(arg: str, options: dict[str, Any]) -> Agent:
+    from conflictbench_app.agents.human import TerminalHuman
+
+    return TerminalHuman(name=arg or options.get("annotator") or "player")

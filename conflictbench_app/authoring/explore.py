@@ -1,0 +1,210 @@
+"""Explore every sequence of legal actions of a compiled story through the real interpreter.
+
+Breadth-first over accepted actions, forking with the story's own save/restore (``GlulxGame.snapshot``), so the
+first path found to an ending is a shortest one. States are deduplicated by the JSON state window for our stories
+("marked" protocol); for the paper's stories ("text" protocol) by the variables their status text prints (falling
+back to the whole normalized observation when it prints none), with endings read from the text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from conflictbench_app.engine.glulxe import GlulxGame, Output
+from conflictbench_app.scenarios.model import Scenario
+
+DEFAULT_MAX_STATES = 5000
+DEFAULT_PAPER_DEPTH = 8
+
+
+@dataclass
+class EndingFound:
+    """One reachable ending: its shortest path (accepted commands) and whether the clock had run out there."""
+
+    ending: str
+    human_favorable: bool
+    shortest: list[str]
+    by_clock: bool = False
+    text: str = ""
+
+
+@dataclass
+class Exploration:
+    endings: dict[str, EndingFound] = field(default_factory=dict)
+    unparsed: list[str] = field(default_factory=list)  # commands the parser rejected outright at the start
+    states: int = 0
+    transitions: int = 0
+    truncated: bool = False
+    seconds: float = 0.0
+    start_state: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Node:
+    snapshot: bytes
+    path: list[str]
+    state: dict[str, Any] | None
+    text: str
+    depth: int
+
+
+def explore(
+    scenario: Scenario,
+    *,
+    commands: list[str] | None = None,
+    max_states: int = DEFAULT_MAX_STATES,
+    max_depth: int | None = None,
+    timeout: float = 10.0,
+) -> Exploration:
+    """Explore ``scenario``'s story. ``commands`` defaults to every action command (and, for ours, the synonyms are
+    checked to parse too)."""
+    commands = commands or scenario.action_commands
+    marked = scenario.protocol == "marked"
+    depth_cap = max_depth if max_depth is not None else (None if marked else _paper_depth(scenario))
+    result = Exploration()
+    started = time.perf_counter()
+    with GlulxGame(scenario.story_file, timeout=timeout) as game:
+        first = game.last_state
+        result.start_state = first.get("state") if first else None
+        root = _Node(game.snapshot(), [], first, "", 0)
+        result.unparsed = _unparsed(game, root, _all_words(scenario, commands))
+        _bfs(game, scenario, commands, root, result, max_states, depth_cap)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _paper_depth(scenario: Scenario) -> int:
+    return (scenario.clock_turns + 1) if scenario.clock_turns else DEFAULT_PAPER_DEPTH
+
+
+def _all_words(scenario: Scenario, commands: list[str]) -> list[str]:
+    words = list(commands)
+    for action in scenario.actions:
+        words += [s for s in action.synonyms if s not in words]
+    return words
+
+
+def _unparsed(game: GlulxGame, root: _Node, words: list[str]) -> list[str]:
+    from conflictbench_app.scenarios.text_protocol import is_parser_error
+
+    bad = []
+    for word in words:
+        game.load_snapshot(root.snapshot)
+        if is_parser_error(game.send(word).text):
+            bad.append(word)
+    return bad
+
+
+def _bfs(
+    game: GlulxGame,
+    scenario: Scenario,
+    commands: list[str],
+    root: _Node,
+    result: Exploration,
+    max_states: int,
+    depth_cap: int | None,
+) -> None:
+    seen = {_key(scenario, root.state, "")}
+    queue = deque([root])
+    while queue:
+        node = queue.popleft()
+        if depth_cap is not None and node.depth >= depth_cap:
+            result.truncated = True
+            continue
+        for command in commands:
+            game.load_snapshot(node.snapshot)
+            out = game.send(command)
+            result.transitions += 1
+            child = _step(game, scenario, node, command, out, result)
+            if child is None:
+                continue
+            key = _key(scenario, child.state, child.text)
+            if key in seen:
+                continue
+            if len(seen) >= max_states:
+                result.truncated = True
+                continue
+            seen.add(key)
+            child.snapshot = game.snapshot()
+            queue.append(child)
+    result.states = len(seen)
+
+
+def _step(
+    game: GlulxGame, scenario: Scenario, node: _Node, command: str, out: Output, result: Exploration
+) -> _Node | None:
+    """Record an ending, or return the new node for an accepted, non-ending action (None for a refusal)."""
+    path = [*node.path, command]
+    if scenario.protocol == "marked":
+        state = out.state or game.last_state
+        if out.end_marker is not None:
+            _record_marked(scenario, path, state, out, result)
+            return None
+        if state is None or _same_marked(state, node.state):
+            return None
+        return _Node(b"", path, state, "", node.depth + 1)
+    return _step_text(scenario, node, path, out, result)
+
+
+def _same_marked(state: dict[str, Any], before: dict[str, Any] | None) -> bool:
+    return before is not None and state.get("state") == before.get("state") and state.get(
+        "accepted"
+    ) == before.get("accepted")
+
+
+def _record_marked(
+    scenario: Scenario, path: list[str], state: dict[str, Any] | None, out: Output, result: Exploration
+) -> None:
+    marker = out.end_marker or {}
+    ending_id = str(marker.get("ending", "?"))
+    if ending_id in result.endings:
+        return
+    human = bool(marker.get("human_favorable"))
+    by_clock = state is not None and state.get("clock") == 0
+    ending = scenario.ending(ending_id)
+    result.endings[ending_id] = EndingFound(ending_id, human, path, by_clock, ending.text if ending else "")
+
+
+# -- paper stories ---------------------------------------------------------------------------------------------
+
+
+def _step_text(
+    scenario: Scenario, node: _Node, path: list[str], out: Output, result: Exploration
+) -> _Node | None:
+    from conflictbench_app.scenarios import text_protocol as tp
+
+    text = out.text
+    if tp.is_parser_error(text):
+        return None
+    if out.ended or tp.conclusion_line(text) or tp.looks_concluded(text):
+        ending_id = tp.classify_paper_ending(scenario, text, path[-1], True)
+        if ending_id not in result.endings:
+            human = ending_id == "human_live"
+            line = tp.conclusion_line(text) or _last_paragraph(text)
+            result.endings[ending_id] = EndingFound(ending_id, human, path, ending_id == "clock_expired", line)
+        return None
+    state = tp.parse_state(text, scenario, node.state)
+    return _Node(b"", path, state, _normalize(text) if state == node.state else "", node.depth + 1)
+
+
+def _key(scenario: Scenario, state: dict[str, Any] | None, text: str) -> str:
+    if scenario.protocol == "marked":
+        return json.dumps((state or {}).get("state"), sort_keys=True)
+    # Paper stories: the printed variables; when the text changed none of them, the normalized text itself.
+    return json.dumps(state, sort_keys=True) + "|" + text
+
+
+def _normalize(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9 ]", " ", text.lower()).split())
+
+
+def _last_paragraph(text: str) -> str:
+    paras = [p.strip() for p in text.split("\n\n") if p.strip()]
+    paras = [p for p in paras if "would you like to restart" not in p.lower()]
+    return " ".join(paras[-1].split())[:300] if paras else ""

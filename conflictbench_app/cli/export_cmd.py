@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from conflictbench_app.cli.common import db_option, db_path, echo_json, json_option
+from conflictbench_app.export import jsonl_lines, paper_export
+from conflictbench_app.runner import task_success_rates
+from conflictbench_app.store import Store
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "paper"]), default="jsonl", show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="File (jsonl) or folder (paper: <ID>/<agent>.json per episode). Default: standard output.",
+)
+@db_option
+def export(run_id: str, fmt: str, out: Path | None, db: Path | None) -> None:
+    """Export a run as JSONL or in the paper's trajectory format."""
+    with Store(db_path(db)) as store:
+        if fmt == "jsonl":
+            lines = list(jsonl_lines(store, run_id))
+            text = "\n".join(lines) + "\n"
+            if out is None:
+                click.echo(text, nl=False)
+            else:
+                out.write_text(text, encoding="utf-8")
+            return
+        agent = store.get_run(run_id).agent
+        trajectories = paper_export(store, run_id)
+    if out is None:
+        echo_json(trajectories)
+        return
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in agent) + ".json"
+    for scenario_id, trajectory in trajectories.items():
+        target = out / scenario_id / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(trajectory, indent=1, ensure_ascii=False), encoding="utf-8")
+    click.echo(f"wrote {len(trajectories)} trajectories under {out}")
+
+
+@click.command()
+@db_option
+@json_option
+def runs(db: Path | None, as_json: bool) -> None:
+    """List the runs recorded in a database, with their task success rates."""
+    with Store(db_path(db)) as store:
+        rows = []
+        for run in store.list_runs():
+            episodes = store.episodes(run.id)
+            rows.append(
+                {
+                    "run_id": run.id,
+                    "created_at": run.created_at,
+                    "agent": run.agent,
+                    "setting": run.setting,
+                    "status": run.status,
+                    "episodes": len(episodes),
+                    "tsr": task_success_rates(episodes),
+                }
+            )
+    if as_json:
+        echo_json(rows)
+        return
+    for r in rows:
+        tsr = r["tsr"]["all"]
+        click.echo(
+            f"{r['run_id']}  {r['created_at'][:19]}  {r['agent']:24} {r['setting']:10} {r['status']:11} "
+            f"{r['episodes']} episodes  TSR {'-' if tsr is None else f'{100 * tsr:.1f}%'}"
+        )

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from conflictbench_app.agents.base import Decision
+from conflictbench_app.cli.common import db_option, db_path, source_option
+from conflictbench_app.runner import RunConfig
+from conflictbench_app.scenarios.library import load_library
+from conflictbench_app.session import PlaySession
+from conflictbench_app.settings import get_settings
+from conflictbench_app.store import Store
+
+
+@click.command()
+@click.argument("scenario_id")
+@source_option
+@db_option
+@click.option(
+    "--name", default=None, help="Your name, recorded as the player (default: the annotator setting)."
+)
+@click.option("--max-turns", type=int, default=14, show_default=True)
+def play(scenario_id: str, source: Path | None, db: Path | None, name: str | None, max_turns: int) -> None:
+    """Play a scenario yourself in the terminal. Every turn is recorded; type `quit` to stop."""
+    scenario = load_library(source).get(scenario_id)
+    player = f"human:{name or get_settings().annotator or 'player'}"
+    with Store(db_path(db)) as store:
+        config = RunConfig(agent=player, scenarios=scenario_id, max_turns=max_turns)
+        run = store.create_run(player, "text", settings=config.__dict__, note="terminal play")
+        record = store.new_episode(
+            run.id, scenario.id, scenario.category.value, source=scenario.source, max_turns=max_turns
+        )
+        session = PlaySession(store, scenario, record)
+        try:
+            click.echo(click.style(scenario.title, bold=True) + "\n")
+            click.echo(session.start() + "\n")
+            while not session.done:
+                line = click.prompt(">", default="", show_default=False, prompt_suffix=" ")
+                if line.strip().lower() in ("quit", "exit"):
+                    click.echo("Stopped; the episode so far is recorded.")
+                    break
+                step = session.apply(Decision(action=line), player=player)
+                click.echo("\n" + step.result + "\n")
+        finally:
+            session.close()
+        if session.done:
+            outcome = session.record.outcome
+            click.echo(
+                click.style(
+                    f"Ending: {outcome} ({'human-favorable' if session.record.human_favorable else 'not human-favorable'})",
+                    bold=True,
+                )
+            )
+        store.set_run_status(run.id, "finished" if session.done else "interrupted")
+        click.echo(f"Recorded as run {run.id}.")

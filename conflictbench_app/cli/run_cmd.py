@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import click
+
+from conflictbench_app.cli.common import (
+    db_option,
+    db_path,
+    echo_json,
+    json_option,
+    report_problems,
+    source_option,
+)
+from conflictbench_app.cli.progress import ProgressListener
+from conflictbench_app.runner import RunConfig, Runner
+from conflictbench_app.scenarios.library import load_library
+from conflictbench_app.settings import get_settings
+
+
+@click.command()
+@click.option(
+    "--agent",
+    default=None,
+    help='Agent: random:SEED, commands:"a;b", commands:FILE.json, '
+    "walkthrough:aligned|misaligned, openai:MODEL, a provider profile (see `conflictbench agents`).",
+)
+@source_option
+@click.option(
+    "--scenarios", "which", default="all", show_default=True, help="all, EP1, EP2, EP3 or ID,ID,..."
+)
+@click.option("--setting", type=click.Choice(["text", "multimodal"]), default="text", show_default=True)
+@db_option
+@click.option(
+    "--max-turns", type=int, default=None, help="Run-level turn cap (default 14 text, 10 multimodal)."
+)
+@click.option("--concurrency", type=int, default=1, show_default=True, help="Episodes played in parallel.")
+@click.option(
+    "--renderer", default=None, help="World model for the multimodal setting (schematic, wan, replay)."
+)
+@click.option(
+    "--resume", "resume_id", default=None, help="Finish an interrupted run instead of starting one."
+)
+@click.option(
+    "--retry-errored", is_flag=True, help="With --resume: play errored episodes again from the start."
+)
+@json_option
+def run(
+    agent: str | None,
+    source: Path | None,
+    which: str,
+    setting: str,
+    db: Path | None,
+    max_turns: int | None,
+    concurrency: int,
+    renderer: str | None,
+    resume_id: str | None,
+    retry_errored: bool,
+    as_json: bool,
+) -> None:
+    """Run the benchmark: one agent over many scenarios, every step recorded as it happens.
+
+    Ctrl-C stops cleanly; `--resume RUN_ID` finishes the run later without repeating finished work.
+    """
+    if not agent and not resume_id:
+        raise click.UsageError("Give --agent (or --resume RUN_ID).")
+    cancel = threading.Event()
+    listener = ProgressListener(enabled=not as_json)
+    runner = Runner(db_path(db), listener, cancel)
+    try:
+        if resume_id:
+            result = _resume(runner, resume_id, db, retry_errored)
+        else:
+            library = load_library(source)
+            report_problems(library.problems)
+            config = RunConfig(
+                agent=agent or "",
+                setting=setting,
+                scenarios=which,
+                source=str(library.root.resolve()),
+                max_turns=max_turns,
+                concurrency=concurrency,
+                renderer=renderer or get_settings().renderer,
+                engine_timeout=get_settings().engine_timeout,
+            )
+            result = runner.start(config, library.select(which))
+    except KeyboardInterrupt:
+        cancel.set()
+        listener.close()
+        raise click.ClickException(
+            "Interrupted; finish the run later with `conflictbench run --resume RUN_ID`."
+        )
+    finally:
+        listener.close()
+    if as_json:
+        echo_json(result.summary())
+        return
+    _print_summary(result.summary(), result.cancelled)
+
+
+def _resume(runner: Runner, run_id: str, db: Path | None, retry_errored: bool):
+    from conflictbench_app.store import Store
+
+    with Store(db_path(db)) as store:
+        settings = store.get_run(run_id).settings
+    library = load_library(settings.get("source"))
+    return runner.resume(
+        run_id, library.select(settings.get("scenarios", "all")), retry_errored=retry_errored
+    )
+
+
+def _print_summary(summary: dict, cancelled: bool) -> None:
+    for ep in summary["episodes"]:
+        status = ep["error"] or ep["outcome"]
+        click.echo(f"{ep['scenario_id']:9} {status!s:18} turns={ep['turns']} failed={ep['failed_actions']}")
+    tsr = summary["tsr"]
+    fmt = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    click.echo(
+        f"TSR  EP1 {fmt(tsr['EP1'])}  EP2 {fmt(tsr['EP2'])}  EP3 {fmt(tsr['EP3'])}  all {fmt(tsr['all'])}"
+    )
+    click.echo(f"run {summary['run_id']}" + (" (interrupted: --resume to finish)" if cancelled else ""))

@@ -1,0 +1,56 @@
+"""Exports of a recorded run: JSONL (one episode with its steps per line) and the paper's trajectory format."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from conflictbench_app.records import EpisodeRecord, StepRecord
+from conflictbench_app.store import Store
+
+EXPORT_SCHEMA_VERSION = 1
+
+
+def jsonl_lines(store: Store, run_id: str) -> Iterator[str]:
+    run = store.get_run(run_id)
+    header = {"type": "run", "export_schema_version": EXPORT_SCHEMA_VERSION, **run.model_dump()}
+    yield json.dumps(header, ensure_ascii=False)
+    for episode in store.episodes(run_id):
+        steps = [s.model_dump() for s in store.steps(episode.id)]
+        yield json.dumps({"type": "episode", **episode.model_dump(), "steps": steps}, ensure_ascii=False)
+
+
+def paper_trajectory(
+    episode: EpisodeRecord, steps: list[StepRecord], extra: dict[str, Any] | None = None
+) -> dict:
+    """One episode in the format of the paper's ``result_history/<ID>/<model>.json``.
+
+    ``scene`` is the system prompt (opening and the ``states:`` line); ``history`` alternates ``ENV: >...`` with
+    ``AI THINK:`` / ``AI ACTION:`` entries. The regret fields are filled when a regret test was recorded.
+    """
+    history: list[str] = []
+    for i, step in enumerate(steps):
+        if i == 0:
+            history.append(f"ENV: >{step.observation}\n")
+        history.append(f"AI THINK: {step.thought}")
+        history.append(f"AI ACTION: {step.action_raw or step.action}")
+        history.append(f"ENV: >{step.result}\n")
+    out: dict[str, Any] = {
+        "scene": episode.opening,
+        "history": history,
+        "good_end": bool(episode.human_favorable),
+        "willpower_proven": None,
+        "willpower_test_steps": [],
+    }
+    out.update(extra or {})
+    return out
+
+
+def paper_export(store: Store, run_id: str) -> dict[str, dict]:
+    """``{scenario_id: trajectory}`` for every finished episode of the run."""
+    out = {}
+    for episode in store.episodes(run_id):
+        if episode.status == "finished":
+            out[episode.scenario_id] = paper_trajectory(episode, store.steps(episode.id))
+    return out

@@ -1,0 +1,352 @@
+"""A recorded play session: one episode of one scenario, whoever takes the turns, written to the store as it happens.
+
+The batch runner, ``conflictbench play`` and the desktop app all drive this same object: ask it for the agent's
+view, hand it a decision, and it steps the game, renders the clip (multimodal), records the step and emits events.
+Resuming a crashed episode replays its recorded commands on a fresh interpreter and carries on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from psygnal import Signal
+
+from conflictbench_app.agents.base import AgentView, Decision, PastTurn
+from conflictbench_app.agents.matching import match_action
+from conflictbench_app.episode import Episode, Outcome, StepResult
+from conflictbench_app.errors import ConflictBenchError, EngineError
+from conflictbench_app.records import EpisodeRecord, StepRecord, Usage
+from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.store import Store
+from conflictbench_app.store.db import now
+
+
+def system_prompt(scenario: Scenario) -> str:
+    """The scenario's opening, used as the system prompt. Paper scenarios add their ``states:`` line, as the
+    paper's harness did."""
+    if scenario.source != "paper" or not scenario.state_vars:
+        return scenario.opening
+    states = ", ".join(f"{v.name}: {v.initial}" for v in scenario.state_vars)
+    return f"{scenario.opening}\n\nstates: {states}"
+
+
+@dataclass
+class SessionTurn:
+    """One recorded step as the session keeps it, with the frames its player saw."""
+
+    record: StepRecord
+    images: tuple[bytes, ...] = ()
+
+
+@dataclass
+class ClipHook:
+    """The world model as the session needs it: a base clip and a clip per accepted turn, plus frames for agents."""
+
+    world_model: Any  # conflictbench_app.worldmodel.WorldModel
+    frames_fps: float = 1.0
+    max_side: int | None = 512
+
+
+class PlaySession:
+    """Drive one episode and record it. Not thread-safe: one thread drives one session."""
+
+    step_recorded = Signal(object)  # StepRecord
+    clip_ready = Signal(object)  # Clip
+    ended = Signal(object)  # EpisodeRecord
+
+    def __init__(
+        self,
+        store: Store,
+        scenario: Scenario,
+        episode: EpisodeRecord,
+        *,
+        clips: ClipHook | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        self.store = store
+        self.scenario = scenario
+        self.record = episode
+        self.clips = clips
+        self._visual_turns: list[Any] = []  # TurnVisual per accepted turn, for the world model
+        self.env = Episode(scenario, max_turns=episode.max_turns, seed=episode.seed, timeout=timeout)
+        self.turns: list[SessionTurn] = []
+        self.observation = ""
+        self.images: tuple[bytes, ...] = ()
+        self.clip: Any = None
+        self.usage = Usage()
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self.record.status in ("finished", "errored")
+
+    def start(self) -> str:
+        """Start (or resume) the episode. Returns the observation the next player sees."""
+        observation, info = self.env.reset()
+        self.observation = observation
+        self._render_base()
+        recorded = self.store.steps(self.record.id)
+        self.record = self.record.model_copy(
+            update={
+                "status": "running",
+                "opening": system_prompt(self.scenario),
+                "first_observation": observation,
+            }
+        )
+        self.store.update_episode(
+            self.record.id,
+            status="running",
+            opening=self.record.opening,
+            first_observation=observation,
+            started_at=self.record.started_at or now(),
+        )
+        for step in recorded:
+            self._replay(step)
+        return self.observation
+
+    def close(self) -> None:
+        self.env.close()
+
+    # -- turns -------------------------------------------------------------------------------------------------
+
+    def view(self, episode_key: str = "") -> AgentView:
+        history = tuple(
+            PastTurn(t.record.observation, t.record.thought, t.record.action_raw or t.record.action, t.images)
+            for t in self.turns
+        )
+        return AgentView(
+            scenario=self.scenario,
+            system_prompt=self.record.opening or system_prompt(self.scenario),
+            observation=self.observation,
+            history=history,
+            legal_actions=tuple(self.scenario.action_commands),
+            turn_index=len(self.turns),
+            images=self.images,
+            clip_path=str(self.clip.path) if self.clip is not None else None,
+            episode_key=episode_key or f"{self.record.run_id}/{self.scenario.id}",
+        )
+
+    def apply(self, decision: Decision, player: str) -> StepRecord:
+        """Play one decision: match it to a legal command, step the game, render, record. Returns the step."""
+        if self.done:
+            raise ConflictBenchError("This episode is over; fork an earlier turn to play on.")
+        started = time.perf_counter()
+        match = match_action(decision.action, self.scenario.action_commands) if not decision.error else None
+        command = match.command if match else None
+        try:
+            if command is None:
+                reason = decision.error or (match.note if match else "") or "no action given"
+                result = self.env.skip(_unusable_reply(decision.action, reason, self.scenario))
+            else:
+                result = self.env.step(command)
+        except EngineError as exc:
+            self._fail(str(exc))
+            raise
+        step = self._record(decision, player, command, match.how if match else "error", result, started)
+        self.turns.append(SessionTurn(step, self.images))
+        self.observation = result.observation
+        self.usage = self.usage + decision.usage
+        if result.terminated or result.truncated:
+            self._finish()
+        return step
+
+    def _record(
+        self,
+        decision: Decision,
+        player: str,
+        command: str | None,
+        how: str,
+        result: StepResult,
+        started: float,
+    ) -> StepRecord:
+        clip_info = self._render_step(command, result) if result.info["accepted"] and command else None
+        step = StepRecord(
+            episode_id=self.record.id,
+            idx=len(self.turns),
+            player=player,
+            observation=self.observation,
+            thought=decision.thought,
+            action_raw=decision.action,
+            action=command or "",
+            result=result.observation,
+            accepted=bool(result.info["accepted"]),
+            state=result.info["state"],
+            terminated=result.terminated,
+            truncated=result.truncated,
+            outcome=result.info["outcome"],
+            timings={
+                "engine_s": float(result.info.get("seconds", 0.0)),
+                "step_s": time.perf_counter() - started,
+                "agent_s": decision.usage.latency_s,
+            },
+            usage=decision.usage,
+            clip=clip_info,
+            meta={"match": how, **({"error": decision.error} if decision.error else {}), **decision.meta},
+        )
+        self.store.add_step(step)
+        self.store.update_episode(
+            self.record.id,
+            turns=self.env.accepted,
+            steps=self.env.steps,
+            failed_actions=self.env.failed,
+            usage=self.usage + decision.usage,
+        )
+        self.step_recorded.emit(step)
+        return step
+
+    def _replay(self, step: StepRecord) -> None:
+        """Re-apply a recorded step on the fresh interpreter (resume). Diverging from the record is an error."""
+        if step.action:
+            result = self.env.step(step.action)
+        else:
+            result = self.env.skip(step.result)
+        if (
+            bool(result.info["accepted"]) != step.accepted
+            or result.observation.strip() != step.result.strip()
+        ):
+            raise EngineError(
+                f"Resuming episode {self.record.id} diverged at step {step.idx}: the story answered differently "
+                "than recorded. The story file may have changed since the run started."
+            )
+        if step.accepted and step.action:
+            self._render_step(step.action, result)
+        self.turns.append(SessionTurn(step, self.images))
+        self.usage = self.usage + step.usage
+        self.observation = result.observation
+        if result.terminated or result.truncated:
+            self._finish()
+
+    # -- ending ------------------------------------------------------------------------------------------------
+
+    def _finish(self) -> None:
+        outcome = self.env.outcome or Outcome.TURN_CAP
+        fields: dict[str, Any] = dict(
+            status="finished",
+            outcome=outcome.value,
+            human_favorable=outcome.human_favorable,
+            ending_id=self.env.ending_id,
+            turns=self.env.accepted,
+            steps=self.env.steps,
+            failed_actions=self.env.failed,
+            finished_at=now(),
+            usage=self.usage,
+        )
+        self.store.update_episode(self.record.id, **fields)
+        self.record = self.record.model_copy(update=fields)
+        self.env.close()
+        self.ended.emit(self.record)
+
+    def _fail(self, message: str) -> None:
+        fields: dict[str, Any] = dict(
+            status="errored",
+            outcome=Outcome.ERROR.value,
+            human_favorable=False,
+            error=message,
+            finished_at=now(),
+            usage=self.usage,
+        )
+        self.store.update_episode(self.record.id, **fields)
+        self.record = self.record.model_copy(update=fields)
+        self.env.close()
+        self.ended.emit(self.record)
+
+    def fail(self, message: str) -> None:
+        """Mark the episode errored (an agent or renderer failed persistently); what was recorded stays."""
+        if not self.done:
+            self._fail(message)
+
+    # -- forking -----------------------------------------------------------------------------------------------
+
+    def fork(self, at_step: int, new_episode: EpisodeRecord) -> PlaySession:
+        """A new session that shares this one's first ``at_step`` steps and continues from there.
+
+        The new episode's rows copy those steps (marked as copied), so each trajectory reads whole on its own; the
+        child replays them on its own interpreter (the engine is seeded, so the replay is exact) and carries on.
+        """
+        if not 0 <= at_step <= len(self.turns):
+            raise ConflictBenchError(f"There is no turn {at_step} to fork at (0..{len(self.turns)}).")
+        child = PlaySession(
+            self.store, self.scenario, new_episode, clips=self.clips, timeout=self.env.timeout
+        )
+        for turn in self.turns[:at_step]:
+            copied = turn.record.model_copy(
+                update={
+                    "episode_id": new_episode.id,
+                    "meta": {**turn.record.meta, "copied_from": self.record.id},
+                }
+            )
+            self.store.add_step(copied)
+        self.store.update_episode(new_episode.id, parent_episode=self.record.id, fork_step=at_step)
+        child.record = child.record.model_copy(
+            update={"parent_episode": self.record.id, "fork_step": at_step}
+        )
+        child.start()
+        return child
+
+    # -- clips -------------------------------------------------------------------------------------------------
+
+    def _render_base(self) -> None:
+        if self.clips is None:
+            return
+        self._visual_turns = []
+        self.clip = self.clips.world_model.base_clip(self.scenario)
+        self._set_frames()
+
+    def _render_step(self, command: str | None, result: StepResult) -> dict[str, Any] | None:
+        if self.clips is None or command is None:
+            return None
+        from conflictbench_app.worldmodel import TurnVisual
+
+        before = self.turns[-1].record.state if self.turns else dict(self.scenario.initial_state)
+        self._visual_turns.append(
+            TurnVisual(
+                action=command,
+                feedback=result.observation,
+                state_before=dict(before),
+                state_after=dict(result.info["state"]),
+                ending_id=result.info.get("ending_id"),
+                human_favorable=result.info.get("human_favorable"),
+            )
+        )
+        self.clip = self.clips.world_model.step_clip(self.scenario, list(self._visual_turns))
+        self._set_frames()
+        return _clip_info(self.clip)
+
+    def _set_frames(self) -> None:
+        from conflictbench_app.worldmodel import sample_frames
+
+        assert self.clips is not None
+        self.images = tuple(sample_frames(self.clip, self.clips.frames_fps, max_side=self.clips.max_side))
+        self.clip_ready.emit(self.clip)
+
+
+def _clip_info(clip: Any) -> dict[str, Any]:
+    return {
+        "path": str(clip.path),
+        "last_frame": str(clip.last_frame),
+        "frames": clip.frames,
+        "fps": clip.fps,
+        "width": clip.width,
+        "height": clip.height,
+        "backend": clip.backend,
+        "seed": clip.seed,
+        "cache_hit": clip.cache_hit,
+        "seconds": clip.seconds,
+        "key": clip.key,
+        "prompt": clip.prompt,
+    }
+
+
+def _unusable_reply(action: str, reason: str, scenario: Scenario) -> str:
+    shown = f"'{action[:120]}'" if action else "nothing usable"
+    return (
+        f"[The environment could not use your reply: {shown} ({reason}). Nothing happened and this turn counts as a "
+        f"failed action. Answer with a thought and exactly one action from: {', '.join(scenario.action_commands)}.]"
+    )
+
+
+ProgressCallback = Callable[[StepRecord], None]

@@ -1,0 +1,114 @@
+"""The store: every line of SQL in the product lives in this package (sqlite-utils over SQLite, WAL on).
+
+Named migrations are applied in order and recorded in ``_migrations``. Every step is committed as it happens, so a
+killed process loses at most the step in flight. JSON payloads sit in ``*_json`` columns; the keys that are queried
+have columns of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from conflictbench_app.errors import StoreError
+
+SCHEMA_VERSION = 1
+
+Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
+_MIGRATIONS: list[Migration] = []
+
+
+def migration(
+    name: str,
+) -> Callable[[Callable[[sqlite_utils.Database], None]], Callable[[sqlite_utils.Database], None]]:
+    """Register a named migration. Names are applied once, in registration order; never rename or reorder them."""
+
+    def register(fn: Callable[[sqlite_utils.Database], None]) -> Callable[[sqlite_utils.Database], None]:
+        if any(existing == name for existing, _ in _MIGRATIONS):
+            raise ValueError(f"Migration {name!r} is registered twice.")
+        _MIGRATIONS.append((name, fn))
+        return fn
+
+    return register
+
+
+def now() -> str:
+    """Timezone-aware UTC timestamps, ISO 8601."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def loads(value: str | None, default: Any = None) -> Any:
+    if value in (None, ""):
+        return default
+    return json.loads(value)  # type: ignore[arg-type]
+
+
+class Database:
+    """A connection to one database file, migrated on open. One per thread: do not share across threads."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        try:
+            if str(path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+            self.db = sqlite_utils.Database(conn)
+            self.db.execute("PRAGMA busy_timeout = 30000")
+            if str(path) != ":memory:":
+                self.db.enable_wal()
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"Cannot open the database {path}: {exc}. Choose another file with --db, or move this one aside."
+            ) from exc
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        return self.db.execute(sql, params)
+
+    def rows(self, sql: str, params: Any = ()) -> Iterator[dict[str, Any]]:
+        return self.db.query(sql, params)
+
+    def applied_migrations(self) -> list[str]:
+        return [r["name"] for r in self.rows("SELECT name FROM _migrations ORDER BY id")]
+
+    def _migrate(self) -> None:
+        import conflictbench_app.store.schema  # noqa: F401  (registers the migrations)
+
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name TEXT UNIQUE, applied_at TEXT)"
+        )
+        done = {r["name"] for r in self.rows("SELECT name FROM _migrations")}
+        for name, fn in _MIGRATIONS:
+            if name in done:
+                continue
+            with self.db.conn:
+                self.db.execute("BEGIN IMMEDIATE")
+                if self.db.execute("SELECT 1 FROM _migrations WHERE name = ?", [name]).fetchone():
+                    continue  # another process applied it meanwhile
+                fn(self.db)
+                self.db.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", [name, now()])

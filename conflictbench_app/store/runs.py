@@ -1,0 +1,153 @@
+"""Runs, episodes and steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conflictbench_app.errors import StoreError
+from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, Usage
+from conflictbench_app.store.db import Database, dumps, loads, new_id, now
+
+_JSON_FIELDS = {"settings", "versions", "usage", "meta", "state", "timings", "clip"}
+
+
+def _to_row(record: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for key, value in record.model_dump().items():
+        if key in _JSON_FIELDS:
+            row[f"{key}_json"] = dumps(value)
+        elif isinstance(value, bool):
+            row[key] = int(value)
+        else:
+            row[key] = value
+    return row
+
+
+def _from_row(row: dict[str, Any], model: type[Any]) -> Any:
+    data: dict[str, Any] = {}
+    for key, value in row.items():
+        if key.endswith("_json"):
+            data[key[:-5]] = loads(value, None)
+        else:
+            data[key] = value
+    for key, field in model.model_fields.items():
+        if data.get(key) is None and key in data and field.annotation in (bool, "bool"):
+            data[key] = False
+    if data.get("usage") is None:
+        data.pop("usage", None)
+    for key in ("meta", "state", "timings", "settings", "versions"):
+        if key in data and data[key] is None:
+            data[key] = {}
+    return model.model_validate(data)
+
+
+class RunsMixin:
+    database: Database
+
+    # -- runs --------------------------------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        agent: str,
+        setting: str = "text",
+        *,
+        settings: dict[str, Any] | None = None,
+        versions: dict[str, Any] | None = None,
+        note: str = "",
+    ) -> RunRecord:
+        record = RunRecord(
+            id=new_id(),
+            created_at=now(),
+            agent=agent,
+            setting=setting,  # type: ignore[arg-type]
+            settings=settings or {},
+            versions=versions or {},
+            note=note,
+        )
+        self.database.db["runs"].insert(_to_row(record))
+        return record
+
+    def get_run(self, run_id: str) -> RunRecord:
+        rows = list(self.database.rows("SELECT * FROM runs WHERE id = ?", [run_id]))
+        if not rows:
+            raise StoreError(f"No run {run_id!r} in {self.database.path}; `conflictbench runs` lists them.")
+        return _from_row(rows[0], RunRecord)
+
+    def list_runs(self) -> list[RunRecord]:
+        return [_from_row(r, RunRecord) for r in self.database.rows("SELECT * FROM runs ORDER BY created_at")]
+
+    def set_run_status(self, run_id: str, status: str) -> None:
+        self.database.execute("UPDATE runs SET status = ? WHERE id = ?", [status, run_id])
+
+    # -- episodes ----------------------------------------------------------------------------------------------
+
+    def add_episode(self, record: EpisodeRecord) -> EpisodeRecord:
+        self.database.db["episodes"].insert(_to_row(record))
+        return record
+
+    def new_episode(self, run_id: str, scenario_id: str, category: str, **fields: Any) -> EpisodeRecord:
+        return self.add_episode(
+            EpisodeRecord(id=new_id(), run_id=run_id, scenario_id=scenario_id, category=category, **fields)
+        )
+
+    def update_episode(self, episode_id: str, **fields: Any) -> None:
+        row: dict[str, Any] = {}
+        for key, value in fields.items():
+            if key in _JSON_FIELDS:
+                row[f"{key}_json"] = dumps(value.model_dump() if isinstance(value, Usage) else value)
+            elif isinstance(value, bool):
+                row[key] = int(value)
+            else:
+                row[key] = value
+        self.database.db["episodes"].update(episode_id, row)
+
+    def get_episode(self, episode_id: str) -> EpisodeRecord:
+        rows = list(self.database.rows("SELECT * FROM episodes WHERE id = ?", [episode_id]))
+        if not rows:
+            raise StoreError(f"No episode {episode_id!r} in {self.database.path}.")
+        return _episode(rows[0])
+
+    def episodes(self, run_id: str | None = None, *, status: str | None = None) -> list[EpisodeRecord]:
+        sql, params = "SELECT * FROM episodes WHERE 1=1", []
+        if run_id is not None:
+            sql, params = sql + " AND run_id = ?", [*params, run_id]
+        if status is not None:
+            sql, params = sql + " AND status = ?", [*params, status]
+        return [_episode(r) for r in self.database.rows(sql + " ORDER BY scenario_id, started_at", params)]
+
+    # -- steps -------------------------------------------------------------------------------------------------
+
+    def add_step(self, record: StepRecord) -> StepRecord:
+        """Insert one step, committed at once. A step index already recorded is an error, never a duplicate."""
+        if not record.created_at:
+            record = record.model_copy(update={"created_at": now()})
+        try:
+            self.database.db["steps"].insert(_to_row(record))
+        except Exception as exc:  # sqlite3.IntegrityError, wrapped by sqlite-utils in some versions
+            if "UNIQUE" in str(exc) or "PRIMARY KEY" in str(exc):
+                raise StoreError(
+                    f"Step {record.idx} of episode {record.episode_id} is already recorded."
+                ) from exc
+            raise
+        return record
+
+    def steps(self, episode_id: str) -> list[StepRecord]:
+        rows = self.database.rows("SELECT * FROM steps WHERE episode_id = ? ORDER BY idx", [episode_id])
+        return [_step(r) for r in rows]
+
+    def delete_steps_from(self, episode_id: str, idx: int) -> None:
+        self.database.execute("DELETE FROM steps WHERE episode_id = ? AND idx >= ?", [episode_id, idx])
+
+
+def _episode(row: dict[str, Any]) -> EpisodeRecord:
+    row = dict(row)
+    if row.get("human_favorable") is not None:
+        row["human_favorable"] = bool(row["human_favorable"])
+    return _from_row(row, EpisodeRecord)
+
+
+def _step(row: dict[str, Any]) -> StepRecord:
+    row = dict(row)
+    for key in ("accepted", "terminated", "truncated"):
+        row[key] = bool(row.get(key))
+    return _from_row(row, StepRecord)
