@@ -9,6 +9,7 @@ image-to-video clip is the encoded conditioning image). Its pictures are noise: 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
 _VOCAB_TEXT = (
     "the a an of to and in on with from over next seconds actuators lever valve panel alarm red strobe light steam "
@@ -16,14 +17,23 @@ _VOCAB_TEXT = (
 )
 
 
-def build_tiny_wan(folder: Path, *, seed: int = 0, two_experts: bool = False) -> Path:
+TinyKind = Literal["ti2v", "t2v-a14b", "i2v-a14b"]
+
+
+def build_tiny_wan(folder: Path, *, kind: TinyKind = "ti2v", seed: int = 0) -> Path:
     """Write a tiny random Wan pipeline (``model_index.json`` + components) to ``folder`` and return it.
 
-    ``two_experts`` adds ``transformer_2`` and a ``boundary_ratio`` like the A14B models; by default the model is
-    TI2V-style. Needs the ``wan`` extra (torch, diffusers, transformers).
+    ``ti2v``: one transformer, ``expand_timesteps`` (like Wan2.2-TI2V-5B; serves both text- and image-to-video).
+    ``t2v-a14b`` / ``i2v-a14b``: two experts and a ``boundary_ratio`` (like Wan2.2-T2V/I2V-A14B; the I2V
+    transformer takes the 16 latent + 20 condition channels). Needs the ``wan`` extra (torch, diffusers, transformers).
     """
     import torch
-    from diffusers import AutoencoderKLWan, FlowMatchEulerDiscreteScheduler, WanImageToVideoPipeline
+    from diffusers import (
+        AutoencoderKLWan,
+        FlowMatchEulerDiscreteScheduler,
+        WanImageToVideoPipeline,
+        WanPipeline,
+    )
     from transformers import UMT5Config, UMT5EncoderModel
 
     torch.manual_seed(seed)
@@ -41,32 +51,52 @@ def build_tiny_wan(folder: Path, *, seed: int = 0, two_experts: bool = False) ->
             relative_attention_num_buckets=8,
         )
     )
-    transformers_ = [_tiny_transformer() for _ in range(2 if two_experts else 1)]
-    pipe = WanImageToVideoPipeline(
-        tokenizer=_tiny_tokenizer(),
-        text_encoder=text_encoder,
-        vae=vae,
-        scheduler=FlowMatchEulerDiscreteScheduler(shift=5.0),
-        image_processor=None,
-        image_encoder=None,
-        transformer=transformers_[0],
-        transformer_2=transformers_[1] if two_experts else None,
-        boundary_ratio=0.9 if two_experts else None,
-        expand_timesteps=not two_experts,
-    )
+    common: dict[str, Any] = {
+        "tokenizer": _tiny_tokenizer(),
+        "text_encoder": text_encoder,
+        "vae": vae,
+        "scheduler": FlowMatchEulerDiscreteScheduler(shift=5.0),
+    }
+    pipe: Any
+    if kind == "ti2v":
+        pipe = WanImageToVideoPipeline(
+            **common,
+            image_processor=None,
+            image_encoder=None,
+            transformer=_tiny_transformer(16),
+            expand_timesteps=True,
+        )
+    elif kind == "t2v-a14b":
+        pipe = WanPipeline(
+            **common,
+            transformer=_tiny_transformer(16),
+            transformer_2=_tiny_transformer(16),
+            boundary_ratio=0.875,
+        )
+    elif kind == "i2v-a14b":
+        pipe = WanImageToVideoPipeline(
+            **common,
+            image_processor=None,
+            image_encoder=None,
+            transformer=_tiny_transformer(36),
+            transformer_2=_tiny_transformer(36),
+            boundary_ratio=0.9,
+        )
+    else:
+        raise ValueError(f"Unknown tiny Wan kind {kind!r}; use ti2v, t2v-a14b or i2v-a14b.")
     folder.mkdir(parents=True, exist_ok=True)
     pipe.save_pretrained(folder)
     return folder
 
 
-def _tiny_transformer():  # type: ignore[no-untyped-def]
+def _tiny_transformer(in_channels: int) -> Any:
     from diffusers import WanTransformer3DModel
 
     return WanTransformer3DModel(
         patch_size=(1, 2, 2),
         num_attention_heads=2,
         attention_head_dim=12,
-        in_channels=16,
+        in_channels=in_channels,
         out_channels=16,
         text_dim=32,
         freq_dim=256,
@@ -78,7 +108,7 @@ def _tiny_transformer():  # type: ignore[no-untyped-def]
     )
 
 
-def _tiny_tokenizer():  # type: ignore[no-untyped-def]
+def _tiny_tokenizer() -> Any:
     """A word-level tokenizer trained in memory (no hub access), wrapped as a transformers fast tokenizer."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
