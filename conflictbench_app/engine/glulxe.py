@@ -25,6 +25,7 @@ MAIN_ROCK = 201
 STATUS_ROCK = 202
 STATE_ROCK = 210
 END_MARKER = "@@END"
+_FATAL = re.compile(r"Glulxe fatal error:[^\n]*")
 FINAL_QUESTION = re.compile(r"Would you like to RESTART, RESTORE a saved game.*?(QUIT|UNDO)[^\n]*", re.S)
 
 
@@ -113,7 +114,10 @@ class GlulxGame:
             proc.wait(timeout=5)
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
-                    stream.close()
+                    try:
+                        stream.close()
+                    except BrokenPipeError:
+                        pass  # stdin still held unflushed bytes for a process that is gone: nothing to deliver
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
             self._tmpdir = None
@@ -302,6 +306,10 @@ class GlulxGame:
         self._special = update.get("specialinput")
         exited = bool(update.get("exit")) or (inputs == [] and self._special is None and "input" in update)
         text = "\n".join(screen.main)
+        fatal = _FATAL.search(text)
+        if fatal:
+            self.close()
+            raise EngineError(f"The interpreter stopped on {self.story.name}: {fatal.group(0).strip()}")
         text, marker = _split_marker(text)
         state = _parse_state(screen.state_lines)
         if state is not None:

@@ -1,0 +1,69 @@
+"""Shared fixtures: isolated settings, the project's test story, the paper corpus from ../shared when present."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _real_toolchain_dir() -> str:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return os.environ.get("CONFLICTBENCH_TOOLCHAIN_DIR") or str(Path(base) / "conflictbench" / "toolchain")
+
+
+_TOOLCHAIN = _real_toolchain_dir()
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Keep every test away from the user's settings, database and cache (the toolchain stays shared)."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("CONFLICTBENCH_TOOLCHAIN_DIR", _TOOLCHAIN)
+    monkeypatch.setenv("CONFLICTBENCH_CACHE_DIR", str(home / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for key in list(os.environ):
+        if key.startswith("CONFLICTBENCH_") and key not in (
+            "CONFLICTBENCH_TOOLCHAIN_DIR", "CONFLICTBENCH_CACHE_DIR", "CONFLICTBENCH_GLULXE", "CONFLICTBENCH_INFORM7_DIR"
+        ):
+            monkeypatch.delenv(key)
+    from conflictbench_app.settings import get_settings
+
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    if not (SHARED / "paper-corpus").is_dir():
+        pytest.skip(f"../shared/paper-corpus is absent ({SHARED}); the paper compatibility tests need it.")
+    return SHARED
+
+
+@pytest.fixture
+def paper_root(shared_dir: Path) -> Path:
+    return shared_dir / "paper-corpus" / "results"
+
+
+@pytest.fixture
+def tiny_story() -> Path:
+    return DATA / "tiny" / "tiny.ulx"
+
+
+@pytest.fixture
+def paperlike_root(tmp_path: Path) -> Path:
+    """The project's tiny story laid out in the paper's format (ulxEnv/EP1-900/env.json + a .ulx)."""
+    folder = tmp_path / "results" / "ulxEnv" / "EP1-900"
+    folder.mkdir(parents=True)
+    shutil.copy(DATA / "tiny" / "env.json", folder / "env.json")
+    shutil.copy(DATA / "tiny" / "tiny.ulx", folder / "tiny-test_11-13_1308_attempt1.ulx")
+    return tmp_path / "results"
