@@ -56,7 +56,7 @@ def _i7_title(title: str) -> str:
 def _i7_world(spec: ScenarioSpec) -> str:
     return "\n".join(
         [
-            "The Scenario Room is a room. The printed name of the Scenario Room is \"[cb place name]\".",
+            'The Scenario Room is a room. The printed name of the Scenario Room is "[cb place name]".',
             'The description of the Scenario Room is "[cb place description]".',
             "To say cb place name: (- CB_PlaceName(); -).",
             "To say cb place description: (- CB_PlaceDescription(); -).",
@@ -103,7 +103,7 @@ def _action_name(i: int) -> str:
 def _i6_globals(spec: ScenarioSpec) -> str:
     lines = [f"Global cbv_{v.name} = {_i6_value(v, v.initial)};" for v in spec.state]
     lines += ["Global cb_accepted = 0;", "Global cb_statewin = 0;", "", _r_identify()]
-    return 'Include (-\n' + "\n".join(lines) + '\n-) after "Definitions.i6t".'
+    return "Include (-\n" + "\n".join(lines) + '\n-) after "Definitions.i6t".'
 
 
 def _i6_value(var: StateVarSpec, value: Value) -> str:
@@ -153,7 +153,11 @@ def _r_open_window() -> str:
 
 
 def _r_write_state(spec: ScenarioSpec) -> str:
-    body = ["[ CB_WriteState str;", "    if (cb_statewin == 0) return;", "    str = glk_stream_get_current();"]
+    body = [
+        "[ CB_WriteState str;",
+        "    if (cb_statewin == 0) return;",
+        "    str = glk_stream_get_current();",
+    ]
     body += ["    glk_window_clear(cb_statewin);", "    glk_set_window(cb_statewin);"]
     body.append('    print "{~v~: 1, ~state~: {";')
     for k, var in enumerate(spec.state):
@@ -281,7 +285,9 @@ def _r_action(spec: ScenarioSpec, i: int, action: ActionSpec) -> str:
     for pre in action.preconditions:
         cond = _i6_condition(spec, _cond(pre.check))
         body.append(f"    if (~~({cond})) {{")
-        body.append(f'        if (missing) print "; "; else print "{_i6_text(action.command.capitalize())} needs: ";')
+        body.append(
+            f'        if (missing) print "; "; else print "{_i6_text(action.command.capitalize())} needs: ";'
+        )
         body.append(f'        print "{_i6_text(pre.says)}"; missing = 1;')
         body.append("    }")
     body.append('    if (missing) { print ". Nothing changes and no time passes.^"; return; }')
@@ -333,7 +339,11 @@ def _i6_effect(spec: ScenarioSpec, effect: Effect) -> list[str]:
 
 def _r_tick(spec: ScenarioSpec) -> str:
     g = f"cbv_{spec.clock.variable}"
-    body = ["[ CB_Tick;", f"    {g}--;", f"    if ({g} <= 0) {{ {g} = 0; CB_End_{spec.clock.ending}(); rtrue; }}"]
+    body = [
+        "[ CB_Tick;",
+        f"    {g}--;",
+        f"    if ({g} <= 0) {{ {g} = 0; CB_End_{spec.clock.ending}(); rtrue; }}",
+    ]
     if spec.clock.warning:
         body.append(f"    if ({g} == 1) {{")
         body.append(_i6_say(spec.clock.warning))

@@ -153,9 +153,11 @@ def _step(
 
 
 def _same_marked(state: dict[str, Any], before: dict[str, Any] | None) -> bool:
-    return before is not None and state.get("state") == before.get("state") and state.get(
-        "accepted"
-    ) == before.get("accepted")
+    return (
+        before is not None
+        and state.get("state") == before.get("state")
+        and state.get("accepted") == before.get("accepted")
+    )
 
 
 def _record_marked(
@@ -187,7 +189,9 @@ def _step_text(
         if ending_id not in result.endings:
             human = ending_id == "human_live"
             line = tp.conclusion_line(text) or _last_paragraph(text)
-            result.endings[ending_id] = EndingFound(ending_id, human, path, ending_id == "clock_expired", line)
+            result.endings[ending_id] = EndingFound(
+                ending_id, human, path, ending_id == "clock_expired", line
+            )
         return None
     state = tp.parse_state(text, scenario, node.state)
     return _Node(b"", path, state, _normalize(text) if state == node.state else "", node.depth + 1)

@@ -40,7 +40,9 @@ class CompileResult:
         return self.seconds_ni + self.seconds_inform6
 
 
-def compile_source(source: str, out_file: Path, *, tools: Inform7 | None = None, label: str = "story") -> CompileResult:
+def compile_source(
+    source: str, out_file: Path, *, tools: Inform7 | None = None, label: str = "story"
+) -> CompileResult:
     """Compile Inform 7 source text to a Glulx story at ``out_file`` (written only on success)."""
     tools = tools or find_inform7()
     with tempfile.TemporaryDirectory(prefix="cb-i7-") as tmp:
@@ -71,10 +73,18 @@ def compile_source(source: str, out_file: Path, *, tools: Inform7 | None = None,
 def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
-            cmd, cwd=cwd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT, check=False, errors="replace"
+            cmd,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=COMPILE_TIMEOUT,
+            check=False,
+            errors="replace",
         )
     except FileNotFoundError as exc:
-        raise ToolchainError(f"{cmd[0]} could not be started ({exc}); run `conflictbench toolchain install`.") from exc
+        raise ToolchainError(
+            f"{cmd[0]} could not be started ({exc}); run `conflictbench toolchain install`."
+        ) from exc
     except subprocess.TimeoutExpired as exc:
         raise ToolchainError(f"{Path(cmd[0]).name} did not finish within {COMPILE_TIMEOUT:g} s.") from exc
 
@@ -91,7 +101,9 @@ def ni_problems(output: str) -> list[str]:
     problems = []
     for block in blocks:
         flat = " ".join(block.split())
-        if re.search(r"problem|>-->", flat, re.I) and not re.match(r"^Inform 7 (has finished|v\d|build)", flat):
+        if re.search(r"problem|>-->", flat, re.I) and not re.match(
+            r"^Inform 7 (has finished|v\d|build)", flat
+        ):
             problems.append(re.sub(r"^>-->\s*", "", flat))
     return [p for p in problems if not p.startswith("Inform 7 has finished")] or (
         [" ".join(text.split())[-600:]] if text.strip() else []

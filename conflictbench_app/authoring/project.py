@@ -54,7 +54,9 @@ def load_project_scenarios(root: Path) -> tuple[list[Scenario], list[tuple[Path,
 def load_project_scenario(folder: Path, *, allow_stale: bool = False) -> Scenario:
     spec = load_spec(folder / SPEC_FILE)
     if spec.id != folder.name:
-        raise ScenarioError(f"{folder}: the folder name must equal the spec's id {spec.id!r}; rename one of them.")
+        raise ScenarioError(
+            f"{folder}: the folder name must equal the spec's id {spec.id!r}; rename one of them."
+        )
     if not allow_stale:
         why = staleness(spec, folder)
         if why:
@@ -78,7 +80,8 @@ def to_scenario(spec: ScenarioSpec, folder: Path) -> Scenario:
         ),
         actions=tuple(_action(spec, a.command) for a in spec.actions),
         endings=tuple(
-            Ending(id=e.id, title=e.title, text=e.text, human_favorable=e.human_favorable) for e in spec.endings
+            Ending(id=e.id, title=e.title, text=e.text, human_favorable=e.human_favorable)
+            for e in spec.endings
         ),
         human_favorable_action=_final_action(spec, human=True),
         ai_favorable_action=_final_action(spec, human=False),
@@ -159,7 +162,10 @@ def env_json(spec: ScenarioSpec, *, source_sha256: str, story_sha256: str) -> di
         },
         "Human_live_ending_description": human.text if human else "",
         "t2v_description": " ".join(spec.visual.base_scene.split()),
-        "template": {"subject_scene": spec.visual.subject_scene.strip(), "actions": dict(spec.visual.actions)},
+        "template": {
+            "subject_scene": spec.visual.subject_scene.strip(),
+            "actions": dict(spec.visual.actions),
+        },
         "initial_video_path": "",
         "cb_id": spec.id,
         "cb_category": spec.category,
@@ -226,6 +232,8 @@ def build_folder(folder: Path, *, force: bool = False) -> BuildResult:
         tmp_story.replace(folder / STORY_FILE)
     finally:
         tmp_story.unlink(missing_ok=True)
-    env = env_json(spec, source_sha256=sha256(source), story_sha256=sha256((folder / STORY_FILE).read_bytes()))
+    env = env_json(
+        spec, source_sha256=sha256(source), story_sha256=sha256((folder / STORY_FILE).read_bytes())
+    )
     (folder / ENV_FILE).write_text(json.dumps(env, indent=4, ensure_ascii=False) + "\n", encoding="utf-8")
     return BuildResult(spec.id, folder, True, result.seconds, why or "forced")

@@ -243,7 +243,9 @@ def _check_var(var: StateVarSpec) -> list[str]:
             return [f"initial: {var.initial} is outside the bounds {var.min}..{var.max}"]
     elif var.type == "bool":
         if not isinstance(var.initial, bool):
-            return [f"initial: {var.name} is a bool, but the initial value is {var.initial!r} (write true or false)"]
+            return [
+                f"initial: {var.name} is a bool, but the initial value is {var.initial!r} (write true or false)"
+            ]
     else:
         if not var.values:
             return ["values: a text variable needs the list of its values"]
@@ -290,7 +292,9 @@ def _ends_problems(spec: ScenarioSpec, action: ActionSpec, where: str) -> list[s
         for m, cond in enumerate(choice.when):
             problems += _condition_problems(spec, cond, f"{at}.when[{m}]")
     if choices and choices[-1].when:
-        problems.append(f"{where}.ends: the last choice must have no `when`, so that the action always ends the story")
+        problems.append(
+            f"{where}.ends: the last choice must have no `when`, so that the action always ends the story"
+        )
     return problems
 
 
@@ -314,7 +318,9 @@ def _effect_problems(spec: ScenarioSpec, text: str, where: str) -> list[str]:
         return [f"{where}: {exc}"]
     var = spec.var(effect.var)
     if var is None:
-        return [f"{where}: unknown variable {effect.var!r} (declared: {', '.join(v.name for v in spec.state)})"]
+        return [
+            f"{where}: unknown variable {effect.var!r} (declared: {', '.join(v.name for v in spec.state)})"
+        ]
     if effect.op != "=" and var.type != "int":
         return [f"{where}: {effect.op} needs a number variable, but {var.name} is {var.type}"]
     return _value_problems(var, effect.value, where)
@@ -338,7 +344,9 @@ def _check_endings(spec: ScenarioSpec) -> list[str]:
     if default is None:
         problems.append(f"clock.ending: unknown ending {spec.clock.ending!r}")
     elif default.human_favorable:
-        problems.append("clock.ending: the ending when time runs out must be harmful (human_favorable: false)")
+        problems.append(
+            "clock.ending: the ending when time runs out must be harmful (human_favorable: false)"
+        )
     reached = {c.ending for a in spec.actions for c in a.ending_choices} | {spec.clock.ending}
     for i, ending in enumerate(spec.endings):
         if ending.id not in reached:
@@ -359,7 +367,9 @@ def _check_walkthroughs(spec: ScenarioSpec) -> list[str]:
             problems.append(f"walkthroughs[{i}].ending: unknown ending {walk.ending!r}")
         for j, typed in enumerate(walk.commands):
             if spec.action_for(typed) is None:
-                problems.append(f"walkthroughs[{i}].commands[{j}]: {typed!r} is not an action's command or synonym")
+                problems.append(
+                    f"walkthroughs[{i}].commands[{j}]: {typed!r} is not an action's command or synonym"
+                )
     return problems
 
 
@@ -368,7 +378,9 @@ def _check_visual(spec: ScenarioSpec) -> list[str]:
     problems = [
         f"visual.actions.{key}: not an action command" for key in spec.visual.actions if key not in commands
     ]
-    problems += [f"visual.actions: no motion template for {c!r}" for c in sorted(commands - set(spec.visual.actions))]
+    problems += [
+        f"visual.actions: no motion template for {c!r}" for c in sorted(commands - set(spec.visual.actions))
+    ]
     return problems
 
 

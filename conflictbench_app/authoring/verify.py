@@ -8,7 +8,8 @@ Checks (each a named bool in the report):
 - ``human_in_3_to_4``: a human-favorable ending's shortest path takes 3 or 4 accepted actions;
 - ``no_single_action_win``: no single action reaches a human-favorable ending;
 - ``misaligned_multi_step``: every deliberate harmful ending (not the clock's) takes more than one action;
-- ``timeout_harmful``: when the clock runs out, the ending is harmful.
+- ``timeout_harmful``: when the clock runs out, the ending is harmful;
+- ``explored_fully``: exploration finished within its state limit (else the endings above may be incomplete).
 A scenario is ``ok`` when all its checks hold. For the paper's stories the same checks are reported from what
 exploration can see (endings classified from text); their failures are findings, not build errors.
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conflictbench_app.authoring.explore import Exploration, explore
+from conflictbench_app.authoring.explore import DEFAULT_MAX_STATES, Exploration, explore
 from conflictbench_app.engine.glulxe import GlulxGame
 from conflictbench_app.scenarios.model import Scenario
 
@@ -46,7 +47,12 @@ class Report:
         }
 
 
-def verify_scenario(scenario: Scenario, *, walkthroughs: list[tuple[str, list[str], str]] | None = None) -> Report:
+def verify_scenario(
+    scenario: Scenario,
+    *,
+    walkthroughs: list[tuple[str, list[str], str]] | None = None,
+    max_states: int = DEFAULT_MAX_STATES,
+) -> Report:
     """Verify one scenario. ``walkthroughs`` are ``(name, commands, expected ending)`` (ours come from the spec)."""
     problems: list[str] = []
     checks: dict[str, bool] = {}
@@ -55,7 +61,7 @@ def verify_scenario(scenario: Scenario, *, walkthroughs: list[tuple[str, list[st
             problems += replay_walkthrough(scenario, name, commands, expected)
         checks["walkthroughs"] = not problems
         checks["help_free"] = _help_is_free(scenario, problems)
-    found = explore(scenario)
+    found = explore(scenario, max_states=max_states)
     problems += found.problems
     checks.update(_design_checks(scenario, found, problems))
     endings = _endings_json(scenario, found)
@@ -70,8 +76,10 @@ def replay_walkthrough(scenario: Scenario, name: str, commands: list[str], expec
             marker = out.end_marker
             last = i == len(commands) - 1
             if marker is not None and not last:
-                return [f"walkthrough {name!r}: the story ended ({marker.get('ending')}) at command {i + 1} "
-                        f"{command!r}, before its last command"]
+                return [
+                    f"walkthrough {name!r}: the story ended ({marker.get('ending')}) at command {i + 1} "
+                    f"{command!r}, before its last command"
+                ]
             if last:
                 got = (marker or {}).get("ending")
                 if got != expected:
@@ -104,6 +112,7 @@ def _design_checks(scenario: Scenario, found: Exploration, problems: list[str]) 
         "no_single_action_win": bool(human) and shortest_human > 1,
         "misaligned_multi_step": bool(deliberate) and all(len(e.shortest) > 1 for e in deliberate),
         "timeout_harmful": bool(timeouts) and all(not e.human_favorable for e in timeouts),
+        "explored_fully": not found.truncated,
     }
     if found.unparsed:
         problems.append(f"the parser does not understand: {', '.join(found.unparsed)}")
@@ -144,38 +153,60 @@ def _endings_json(scenario: Scenario, found: Exploration) -> dict[str, dict[str,
     return out
 
 
-def verify_project(root: Path, ids: list[str] | None = None) -> list[Report]:
-    """Verify our spec folders under ``root`` (all, or those in ``ids``)."""
-    from conflictbench_app.authoring.project import load_project_scenario, spec_folders
+def verify_project(root: Path, ids: list[str] | None = None, *, jobs: int = 1) -> list[Report]:
+    """Verify our spec folders under ``root`` (all, or those in ``ids``), ``jobs`` stories at a time."""
+    from conflictbench_app.authoring.project import spec_folders
+
+    folders = [f for f in spec_folders(root) if not ids or f.name in ids]
+    return _map(_verify_folder, folders, jobs)
+
+
+def _verify_folder(folder: Path) -> Report:
+    from conflictbench_app.authoring.project import load_project_scenario
     from conflictbench_app.authoring.spec import SPEC_FILE, load_spec
     from conflictbench_app.errors import ConflictBenchError
 
-    reports = []
-    for folder in spec_folders(root):
-        if ids and folder.name not in ids:
-            continue
-        try:
-            scenario = load_project_scenario(folder)
-            spec = load_spec(folder / SPEC_FILE)
-        except ConflictBenchError as exc:
-            reports.append(Report(folder.name, False, {}, {"loads": False}, [str(exc)]))
-            continue
-        walks = [(w.name, list(w.commands), w.ending) for w in spec.walkthroughs]
-        reports.append(verify_scenario(scenario, walkthroughs=walks))
-    return reports
+    try:
+        scenario = load_project_scenario(folder)
+        spec = load_spec(folder / SPEC_FILE)
+    except ConflictBenchError as exc:
+        return Report(folder.name, False, {}, {"loads": False}, [str(exc)])
+    walks = [(w.name, list(w.commands), w.ending) for w in spec.walkthroughs]
+    return verify_scenario(scenario, walkthroughs=walks)
 
 
-def verify_paper(root: Path, ids: list[str] | None = None) -> list[Report]:
+# The paper's stories have far larger state spaces (every command spends a turn, many numeric variables): BFS finds
+# the short paths first, so a cap keeps a full-corpus run to minutes; a capped report says so (explored_fully).
+PAPER_MAX_STATES = 1500
+
+
+def verify_paper(
+    root: Path, ids: list[str] | None = None, *, jobs: int = 1, max_states: int = PAPER_MAX_STATES
+) -> list[Report]:
     """Explore the paper's environments under ``root`` (actions read from their ``help``)."""
     from conflictbench_app.scenarios.paper import load_paper_tree
     from conflictbench_app.settings import get_settings
 
     scenarios, problems = load_paper_tree(root, cache_dir=get_settings().cache_dir)
-    reports = [Report(p.name, False, {}, {"loads": False}, [why]) for p, why in problems if not ids or p.name in ids]
-    for scenario in scenarios:
-        if ids and scenario.id not in ids:
-            continue
-        report = verify_scenario(scenario)
-        report.problems = [*scenario.notes, *report.problems]
-        reports.append(report)
+    reports = [
+        Report(p.name, False, {}, {"loads": False}, [why]) for p, why in problems if not ids or p.name in ids
+    ]
+    chosen = [s for s in scenarios if not ids or s.id in ids]
+    reports += _map(_verify_paper_one, [(s, max_states) for s in chosen], jobs)
     return sorted(reports, key=lambda r: r.id)
+
+
+def _verify_paper_one(job: tuple[Scenario, int]) -> Report:
+    scenario, max_states = job
+    report = verify_scenario(scenario, max_states=max_states)
+    report.problems = [*scenario.notes, *report.problems]
+    return report
+
+
+def _map(fn: Any, items: list[Any], jobs: int) -> list[Report]:
+    if jobs <= 1 or len(items) <= 1:
+        return [fn(item) for item in items]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(fn, items))

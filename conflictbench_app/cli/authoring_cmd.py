@@ -1,0 +1,101 @@
+"""``scenarios build`` and ``scenarios verify`` (attached to the ``scenarios`` group in ``scenarios_cmd``).
+
+Top-level imports stay light: the authoring modules load only when a command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+
+def _default_root() -> Path:
+    from conflictbench_app.settings import get_settings
+
+    return get_settings().scenarios_dir
+
+
+@click.command("build")
+@click.argument("ids", nargs=-1)
+@click.option(
+    "--root", type=click.Path(path_type=Path, file_okay=False), help="Scenarios folder (default: settings)."
+)
+@click.option("--force", is_flag=True, help="Compile even when the story is up to date.")
+def build(ids: tuple[str, ...], root: Path | None, force: bool) -> None:
+    """Compile changed specs (scenarios/<ID>/scenario.yaml) into story.ulx and env.json."""
+    from conflictbench_app.authoring.project import build_folder, spec_folders
+    from conflictbench_app.errors import ConflictBenchError
+
+    folders = [f for f in spec_folders(root or _default_root()) if not ids or f.name in ids]
+    _check_ids(ids, folders)
+    failed = 0
+    for folder in folders:
+        try:
+            result = build_folder(folder, force=force)
+        except ConflictBenchError as exc:
+            failed += 1
+            click.echo(f"{folder.name}: FAILED\n{exc}", err=True)
+            continue
+        if result.compiled:
+            click.echo(f"{result.id}: compiled in {result.seconds:.2f} s ({result.reason})")
+        else:
+            click.echo(f"{result.id}: up to date")
+    if failed:
+        raise click.ClickException(f"{failed} scenario(s) failed to build; see the problems above.")
+
+
+def _check_ids(ids: tuple[str, ...], folders: list[Path]) -> None:
+    unknown = sorted(set(ids) - {f.name for f in folders})
+    if unknown:
+        raise click.ClickException(
+            f"No spec folder for: {', '.join(unknown)}. Check the ids or --root/--source."
+        )
+
+
+@click.command("verify")
+@click.argument("ids", nargs=-1)
+@click.option(
+    "--source",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Our scenarios folder (default) or a paper results tree (folders with env.json and .ulx).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of reports.")
+@click.option(
+    "--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Stories explored at once (default: CPUs)."
+)
+def verify(ids: tuple[str, ...], source: Path | None, as_json: bool, jobs: int | None) -> None:
+    """Replay walkthroughs, explore every action sequence, and check the design rules of each story."""
+    from conflictbench_app.authoring.project import spec_folders
+    from conflictbench_app.authoring.verify import verify_paper, verify_project
+
+    root = source or _default_root()
+    ours = bool(spec_folders(root))
+    jobs = jobs or min(4, os.cpu_count() or 1)
+    reports = verify_project(root, list(ids), jobs=jobs) if ours else verify_paper(root, list(ids), jobs=jobs)
+    if ids and not reports:
+        raise click.ClickException(f"No scenario matches {', '.join(ids)} under {root}.")
+    if as_json:
+        click.echo(json.dumps([r.to_json() for r in reports], indent=2))
+    else:
+        for report in reports:
+            _print_report(report)
+    if ours and not all(r.ok for r in reports):
+        sys.exit(1)
+
+
+def _print_report(report) -> None:  # type: ignore[no-untyped-def]
+    mark = "ok" if report.ok else "FAIL"
+    click.echo(f"{report.id}: {mark} ({report.states} states, {report.seconds:.1f} s)")
+    for ending_id, info in report.endings.items():
+        fav = "human-favorable" if info["human_favorable"] else "harmful"
+        path = " > ".join(info["shortest"]) if info["reachable"] else "unreachable"
+        click.echo(f"  ending {ending_id} ({fav}): {path}")
+    failed = [name for name, passed in report.checks.items() if not passed]
+    if failed:
+        click.echo(f"  failed checks: {', '.join(failed)}")
+    for problem in report.problems:
+        click.echo(f"  - {problem}")
