@@ -159,7 +159,7 @@ def test_missing_weights_give_clear_errors(tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(WorldModelError, match="does not exist"):
         get_world_model("wan", model_dir=tmp_path / "nowhere", cache_dir=tmp_path)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(WorldModelError, match="No Wan weights in .*model_index.json"):
+    with pytest.raises(WorldModelError, match=r"No Wan weights in .*model_index\.json"):
         get_world_model("wan", model_dir=tmp_path / "empty", cache_dir=tmp_path)
     from conflictbench_app.settings import get_settings
 
