@@ -28,7 +28,8 @@ _MIGRATIONS: list[Migration] = []
 def migration(
     name: str,
 ) -> Callable[[Callable[[sqlite_utils.Database], None]], Callable[[sqlite_utils.Database], None]]:
-    """Register a named migration. Names are applied once, in registration order; never rename or reorder them."""
+    """Register a named migration. Each name is applied once, in name order (so import order never matters):
+    prefix names with a number (``0001_...``); never rename an applied one."""
 
     def register(fn: Callable[[sqlite_utils.Database], None]) -> Callable[[sqlite_utils.Database], None]:
         if any(existing == name for existing, _ in _MIGRATIONS):
@@ -103,7 +104,7 @@ class Database:
             "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name TEXT UNIQUE, applied_at TEXT)"
         )
         done = {r["name"] for r in self.rows("SELECT name FROM _migrations")}
-        for name, fn in _MIGRATIONS:
+        for name, fn in sorted(_MIGRATIONS, key=lambda m: m[0]):
             if name in done:
                 continue
             with self.db.conn:
