@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from conflictbench_app.store.db import Database
+from conflictbench_app.store.evaluation import EvaluationMixin
 from conflictbench_app.store.runs import RunsMixin
 
 
-class Store(RunsMixin):
+class Store(RunsMixin, EvaluationMixin):
     def __init__(self, path: Path | str) -> None:
         self.database = Database(path)
 
