@@ -127,7 +127,7 @@ class PlaySession:
             turn_index=len(self.turns),
             images=self.images,
             clip_path=str(self.clip.path) if self.clip is not None else None,
-            episode_key=episode_key or f"{self.record.run_id}/{self.scenario.id}",
+            episode_key=episode_key or self.scenario.id,
         )
 
     def apply(self, decision: Decision, player: str) -> StepRecord:

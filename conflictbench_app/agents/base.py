@@ -30,7 +30,7 @@ class AgentView:
     turn_index: int = 0  # 0-based index of the step about to be taken
     images: tuple[bytes, ...] = ()  # 1-fps frames of the current clip (multimodal)
     clip_path: str | None = None  # the current clip, for agents that take video
-    episode_key: str = ""  # stable id of the episode (for seeding), e.g. "<run>/<scenario>"
+    episode_key: str = ""  # stable id for seeding (the scenario id): the same seed replays the same choices
 
 
 @dataclass

@@ -19,6 +19,7 @@ from conflictbench_app.engine.glulxe import GlulxGame
 from conflictbench_app.errors import ConflictBenchError, ScenarioError
 from conflictbench_app.scenarios.model import Action, Category, Ending, Scenario, StateVar, Visual
 from conflictbench_app.scenarios.text_protocol import is_parser_error
+from conflictbench_app.settings import get_settings
 
 HELP_PARSER_VERSION = 3
 _ID = re.compile(r"^(EP[123])-\d{3}$")
@@ -211,7 +212,7 @@ def _help_cache_file(story: Path, cache_dir: Path | None, final_commands: list[s
 
 def _probe_actions(story: Path, final_commands: list[str]) -> HelpProbe:
     notes: list[str] = []
-    game = GlulxGame(story)
+    game = GlulxGame(story, timeout=get_settings().engine_timeout)
     try:
         game.start()
         start = game.snapshot()
