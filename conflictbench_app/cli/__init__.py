@@ -30,6 +30,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Export a recorded run as JSONL or the paper's format.",
     ),
     "runs": ("conflictbench_app.cli.export_cmd", "runs", "List the runs recorded in a database."),
+    "render": ("conflictbench_app.cli.render_cmd", "render", "Render or fetch the clips of a scenario's turns."),
+    "render-cache": (
+        "conflictbench_app.cli.render_cmd",
+        "render_cache",
+        "Pre-render clips for many scenarios' walkthroughs.",
+    ),
     "toolchain": (
         "conflictbench_app.cli.toolchain_cmd",
         "toolchain",

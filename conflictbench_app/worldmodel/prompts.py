@@ -186,3 +186,23 @@ class LLMPrompts:
                 f"The prompt model {self.model} returned an empty prompt; try again or use template prompts."
             )
         return strip_numbers(text)
+
+
+def llm_prompt_writer(spec: str, *, base_url: str | None = None) -> LLMPrompts:
+    """``llm:PROFILE:MODEL`` -> an :class:`LLMPrompts` on that provider profile's OpenAI-compatible endpoint."""
+    from conflictbench_app.agents.keys import find_key
+    from conflictbench_app.agents.providers import get_profile, split_spec
+
+    if not spec.startswith("llm:"):
+        raise WorldModelError(f"Unknown prompt mode {spec!r}; use template or llm:PROFILE:MODEL.")
+    profile_name, model = split_spec(spec.removeprefix("llm:"))
+    profile = get_profile(profile_name, base_url)
+    key = find_key(profile.name, profile.key_env)
+    if profile.key_required and not key.found:
+        raise WorldModelError(
+            f"No API key for {profile.name}: set {profile.key_env} or store one in the keyring."
+        )
+    import openai
+
+    client = openai.OpenAI(base_url=profile.base_url, api_key=key.value or "local")
+    return LLMPrompts(client, model)
