@@ -1,0 +1,149 @@
+"""Provider profiles: OpenAI-compatible endpoints that differ only in base URL, key variable and capabilities.
+
+Built-in profiles cover the providers the paper used (OpenAI, Gemini's OpenAI-compatible endpoint, DashScope for
+Qwen, DeepSeek), local servers (vLLM, Ollama) and ``compat`` for any other OpenAI-compatible server (give
+``--base-url``). The settings file may add profiles (``[providers.NAME]`` with ``base_url``, ``key_env``, ``vision``,
+``video``, ``extra_body``); a user profile with a built-in's name replaces it.
+
+An agent spec is ``PROFILE:MODEL``, e.g. ``openai:gpt-4o``, ``dashscope:qwen3-vl-plus``, ``vllm:Qwen/Qwen3-VL-30B-A3B``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from conflictbench_app.errors import AgentError
+
+# How a profile takes a clip natively: "frames" is DashScope's {"type":"video","video":[frame urls]} part,
+# "video_url" is vLLM's {"type":"video_url"} part with the clip as a data URL. "" means images only.
+VideoFormat = Literal["", "frames", "video_url"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One OpenAI-compatible endpoint and what it can take."""
+
+    name: str
+    base_url: str
+    key_env: str = ""
+    key_required: bool = True  # local servers accept any key
+    vision: bool = True
+    video_format: VideoFormat = ""
+    # How many earlier turns keep their frames in the context. 0 (the default) sends only the current turn's frames:
+    # the full text history is always kept, but re-sending every earlier clip would multiply image tokens by the
+    # number of turns for little benefit, since each observation text already describes what happened.
+    history_images: int = 0
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    @property
+    def video(self) -> bool:
+        return bool(self.video_format)
+
+
+BUILTIN: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(
+            "openai", "https://api.openai.com/v1", "OPENAI_API_KEY", description="OpenAI (GPT-4o, GPT-5, ...)"
+        ),
+        Profile(
+            "gemini",
+            "https://generativelanguage.googleapis.com/v1beta/openai/",
+            "GEMINI_API_KEY",
+            description="Google Gemini through its OpenAI-compatible endpoint",
+        ),
+        Profile(
+            "dashscope",
+            "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+            "DASHSCOPE_API_KEY",
+            video_format="frames",
+            description="Alibaba DashScope (Qwen3-VL, Qwen-Plus)",
+        ),
+        Profile(
+            "deepseek",
+            "https://api.deepseek.com/v1",
+            "DEEPSEEK_API_KEY",
+            vision=False,
+            description="DeepSeek (DeepSeek-V3: text only)",
+        ),
+        Profile(
+            "vllm",
+            "http://127.0.0.1:8000/v1",
+            "VLLM_API_KEY",
+            key_required=False,
+            video_format="video_url",
+            description="A local vLLM server (e.g. Qwen3-VL-30B-A3B open weights)",
+        ),
+        Profile(
+            "ollama",
+            "http://127.0.0.1:11434/v1",
+            "OLLAMA_API_KEY",
+            key_required=False,
+            description="A local Ollama server",
+        ),
+        Profile(
+            "compat",
+            "",
+            "OPENAI_COMPAT_API_KEY",
+            key_required=False,
+            description="Any other OpenAI-compatible server: give --base-url",
+        ),
+    )
+}
+ALIASES = {"qwen": "dashscope", "google": "gemini"}
+
+
+def all_profiles() -> dict[str, Profile]:
+    """Built-in profiles, overridden and extended by the settings file's ``[providers.*]``."""
+    profiles = dict(BUILTIN)
+    for name, user in _user_profiles().items():
+        profiles[name] = Profile(
+            name=name,
+            base_url=user.base_url,
+            key_env=user.key_env,
+            key_required=bool(user.key_env) and not is_local(user.base_url),
+            vision=user.vision,
+            video_format="frames" if user.video else "",
+            extra_body=dict(user.extra_body),
+            description="from the settings file",
+        )
+    return profiles
+
+
+def _user_profiles() -> dict[str, Any]:
+    from conflictbench_app.settings import get_settings
+
+    return dict(get_settings().providers)
+
+
+def get_profile(name: str, base_url: str | None = None) -> Profile:
+    """The profile called ``name`` (an alias is accepted), with ``base_url`` overriding its endpoint."""
+    profiles = all_profiles()
+    profile = profiles.get(name) or profiles.get(ALIASES.get(name, ""))
+    if profile is None:
+        raise AgentError(
+            f"Unknown provider {name!r}. Known: {', '.join(sorted(profiles))}; "
+            "add one under [providers.NAME] in the settings file, or use compat:MODEL --base-url URL."
+        )
+    if base_url:
+        profile = replace(profile, base_url=base_url.rstrip("/"))
+    if not profile.base_url:
+        raise AgentError(f"{name}:MODEL needs --base-url, e.g. --base-url http://127.0.0.1:8000/v1.")
+    return profile
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """``PROFILE:MODEL`` -> (profile, model). The model may itself contain ``:`` (Ollama tags)."""
+    name, sep, model = spec.partition(":")
+    if not sep or not model.strip():
+        raise AgentError(f"{spec!r} names no model; write PROFILE:MODEL, e.g. openai:gpt-4o.")
+    return name.strip(), model.strip()
+
+
+def is_local(url: str) -> bool:
+    """Whether ``url`` points at this machine (loopback), where servers take any key."""
+    host = (urlparse(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
