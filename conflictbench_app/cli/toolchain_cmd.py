@@ -4,7 +4,7 @@ import json
 
 import click
 
-from conflictbench_app import toolchain
+from conflictbench_app import toolchain as tc
 from conflictbench_app.errors import ToolchainError
 
 
@@ -17,7 +17,7 @@ def toolchain_group() -> None:
 @click.option("--force", is_flag=True, help="Download and unpack again even if present.")
 def install(force: bool) -> None:
     """Download the glulxe and Inform 7 wheels (no dependencies) and unpack the programs."""
-    toolchain.install(force=force, log=click.echo)
+    tc.install(force=force, log=click.echo)
 
 
 @toolchain_group.command("status")
@@ -25,7 +25,7 @@ def install(force: bool) -> None:
 def status(as_json: bool) -> None:
     """Show where each program was found, or what is missing."""
     found: dict[str, str | None] = {}
-    for name, finder in (("glulxe", toolchain.find_glulxe), ("inform7", lambda: toolchain.find_inform7().ni)):
+    for name, finder in (("glulxe", tc.find_glulxe), ("inform7", lambda: tc.find_inform7().ni)):
         try:
             found[name] = str(finder())
         except ToolchainError:

