@@ -194,16 +194,26 @@ def _i6_print_value(var: StateVarSpec) -> str:
 
 
 def _i6_text(text: str) -> str:
-    """Escape text for the inside of an Inform 6 string (``~`` is a quote, ``^`` a newline, ``@`` an escape)."""
+    """Escape text for the inside of an Inform 6 string (``~`` is a quote, ``^`` a newline, ``@`` an escape).
+
+    ``@`` itself must be written ``@@64`` (``@{40}`` prints nothing); a digit right after such a decimal escape is
+    escaped too, or Inform 6 would read it as part of the number.
+    """
     out: list[str] = []
-    prev = ""
+    prev, decimal = "", False
     for ch in text:
         code = ord(ch)
+        if ch == "@" or (decimal and ch.isdigit()):
+            out.append(f"@@{code}")
+            decimal = True
+            prev = ch
+            continue
+        decimal = False
         if ch == '"':
             out.append("~")
         elif ch == "\n":
             out.append("^")
-        elif ch in "~^@\\{}" or code > 126 or code < 32 or (ch == ")" and prev == "-"):
+        elif ch in "~^\\{}" or code > 126 or code < 32 or (ch == ")" and prev == "-"):
             out.append(f"@{{{code:X}}}")
         else:
             out.append(ch)

@@ -219,7 +219,7 @@ class BuildResult:
 
 def build_folder(folder: Path, *, force: bool = False) -> BuildResult:
     """Compile one spec folder if its story is stale (or ``force``); writes story.ulx and env.json."""
-    from conflictbench_app.authoring.inform7 import compile_source
+    from conflictbench_app.authoring.inform7 import CompileError, compile_source, explain_problem
 
     spec = load_spec(folder / SPEC_FILE)
     why = staleness(spec, folder)
@@ -230,6 +230,11 @@ def build_folder(folder: Path, *, force: bool = False) -> BuildResult:
     try:
         result = compile_source(source, tmp_story, label=f"{spec.id} ({folder / SPEC_FILE})")
         tmp_story.replace(folder / STORY_FILE)
+    except CompileError as exc:
+        problems = [explain_problem(p, generated_names(spec)) for p in exc.problems]
+        raise CompileError(
+            str(exc).split("\n")[0] + "\n" + "\n".join(f"  - {p}" for p in problems), problems
+        ) from None
     finally:
         tmp_story.unlink(missing_ok=True)
     env = env_json(
@@ -237,3 +242,11 @@ def build_folder(folder: Path, *, force: bool = False) -> BuildResult:
     )
     (folder / ENV_FILE).write_text(json.dumps(env, indent=4, ensure_ascii=False) + "\n", encoding="utf-8")
     return BuildResult(spec.id, folder, True, result.seconds, why or "forced")
+
+
+def generated_names(spec: ScenarioSpec) -> dict[str, str]:
+    """Names in the generated source → the spec field they come from, to tie compiler problems to the spec."""
+    names = {f"cbv_{v.name}": f"state[{i}] ({v.name})" for i, v in enumerate(spec.state)}
+    names |= {f"CB_A{i + 1}": f"actions[{i}] ({a.command})" for i, a in enumerate(spec.actions)}
+    names |= {f"CB_End_{e.id}": f"endings[{i}] ({e.id})" for i, e in enumerate(spec.endings)}
+    return names
