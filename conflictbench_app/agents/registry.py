@@ -40,6 +40,8 @@ def get_agent(spec: str, **options: Any) -> Agent:
     prefix, _, arg = spec.partition(":")
     if prefix not in _FACTORIES and prefix in _LAZY:
         importlib.import_module(_LAZY[prefix])
+    if prefix not in _FACTORIES and arg:
+        importlib.import_module(MODEL_AGENTS)  # registers the settings file's own provider profiles
     factory = _FACTORIES.get(prefix)
     if factory is None:
         raise AgentError(f"Unknown agent {spec!r}. Known: {', '.join(known_prefixes())}.")
@@ -80,3 +82,10 @@ def _human(arg: str, options: dict[str, Any]) -> Agent:
     from conflictbench_app.agents.human import TerminalHuman
 
     return TerminalHuman(name=arg or options.get("annotator") or "player")
+
+
+# Model agents (PROFILE:MODEL): the built-in OpenAI-compatible provider profiles. Profiles added in the settings file
+# are registered by the same module, which get_agent loads for any other PROFILE:MODEL spec.
+MODEL_AGENTS = "conflictbench_app.agents.openai_agent"
+for _prefix in ("openai", "gemini", "google", "dashscope", "qwen", "deepseek", "vllm", "ollama", "compat"):
+    register_lazy(_prefix, MODEL_AGENTS)

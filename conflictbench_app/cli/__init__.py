@@ -36,6 +36,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "render_cache",
         "Pre-render clips for many scenarios' walkthroughs.",
     ),
+    "agents": (
+        "conflictbench_app.cli.agents_cmd",
+        "agents",
+        "List agent backends and provider profiles, and whether a key is found.",
+    ),
+    "estimate": ("conflictbench_app.cli.agents_cmd", "estimate", "Estimate tokens and cost of a model run."),
+    "serve-fake-llm": (
+        "conflictbench_app.cli.agents_cmd",
+        "serve_fake_llm",
+        "Serve a scripted OpenAI-compatible API on 127.0.0.1 (tests, offline demos).",
+    ),
     "toolchain": (
         "conflictbench_app.cli.toolchain_cmd",
         "toolchain",

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from conflictbench_app.cli.agents_cmd import agent_options
 from conflictbench_app.cli.common import (
     db_option,
     db_path,
@@ -45,6 +46,16 @@ from conflictbench_app.settings import get_settings
 @click.option(
     "--retry-errored", is_flag=True, help="With --resume: play errored episodes again from the start."
 )
+@click.option(
+    "--base-url", default=None, help="Endpoint of an OpenAI-compatible server (overrides the profile's)."
+)
+@click.option(
+    "--agent-option",
+    "agent_opts",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Model agent option, e.g. timeout=30, max_retries=6, stream=true, video=true (never a key).",
+)
 @json_option
 def run(
     agent: str | None,
@@ -57,6 +68,8 @@ def run(
     renderer: str | None,
     resume_id: str | None,
     retry_errored: bool,
+    base_url: str | None,
+    agent_opts: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Run the benchmark: one agent over many scenarios, every step recorded as it happens.
@@ -83,8 +96,11 @@ def run(
                 concurrency=concurrency,
                 renderer=renderer or get_settings().renderer,
                 engine_timeout=get_settings().engine_timeout,
+                agent_options=agent_options(base_url, agent_opts),
             )
-            result = runner.start(config, library.select(which))
+            selected = library.select(which)
+            _print_estimate(config, selected)
+            result = runner.start(config, selected)
     except KeyboardInterrupt:
         cancel.set()
         listener.close()
@@ -97,6 +113,14 @@ def run(
         echo_json(result.summary())
         return
     _print_summary(result.summary(), result.cancelled)
+
+
+def _print_estimate(config: RunConfig, scenarios: list) -> None:
+    from conflictbench_app.cli.agents_cmd import run_estimate
+
+    result = run_estimate(config.agent, config.setting, config.turn_cap(), scenarios)
+    if result is not None:
+        click.echo(result[1].describe(result[0]), err=True)
 
 
 def _resume(runner: Runner, run_id: str, db: Path | None, retry_errored: bool):
