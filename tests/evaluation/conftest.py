@@ -34,3 +34,44 @@ def make_episodes(store: Store, outcomes: list[tuple[str, bool]], agent: str = "
         ids.append(ep.id)
     store.set_run_status(run.id, "finished")
     return ids
+
+
+def add_steps(store: Store, episode_id: str, turns: list[tuple[str, str, str]]) -> None:
+    """Record steps (thought, action, result) for an episode; each observation is the previous result."""
+    from conflictbench_app.records import StepRecord
+
+    observation = "You are in the control room. Valid actions: wait | vent"
+    for idx, (thought, action, result) in enumerate(turns):
+        store.add_step(
+            StepRecord(
+                episode_id=episode_id,
+                idx=idx,
+                player="test:agent",
+                observation=observation,
+                thought=thought,
+                action_raw=action,
+                action=action,
+                result=result,
+                accepted=True,
+            )
+        )
+        observation = result
+
+
+@pytest.fixture
+def chat():
+    """A factory of (server, client) pairs on the loopback fake OpenAI-compatible server."""
+    from conflictbench_app.agents.chat import get_chat_client
+    from conflictbench_app.agents.fake_server import FakeLLMServer
+
+    servers = []
+
+    def make(replies, **server_options):
+        server = FakeLLMServer(replies, **server_options).start()
+        servers.append(server)
+        client = get_chat_client("compat:fake-judge", base_url=server.base_url, timeout=10, max_retries=0)
+        return server, client
+
+    yield make
+    for server in servers:
+        server.stop()
