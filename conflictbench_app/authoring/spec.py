@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -22,6 +22,9 @@ COMMAND_PATTERN = r"^[a-z][a-z0-9]*( [a-z0-9]+)*$"
 # Enumerated text values are printed raw into JSON and Inform 6: keep them plain.
 TEXT_VALUE_PATTERN = r"^[a-z0-9][a-z0-9 _-]*$"
 RESERVED_COMMANDS = {"help", "status", "undo", "restore", "save", "restart", "quit", "q", "z"}
+# Words Inform's parser treats specially inside a command (it splits on "and"/"then", expands "all"/"it", ...).
+PARSER_WORDS = {"and", "then", "but", "except", "all", "it", "them", "him", "her", "again", "oops", "g", "o"}
+DICT_WORD_SIZE = 9  # Glulx Inform keeps the first 9 letters of a word: longer words must differ earlier
 
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=40)]
 Command = Annotated[str, Field(pattern=COMMAND_PATTERN, max_length=60)]
@@ -185,12 +188,18 @@ def parse_spec(raw: object, *, where: str = "spec") -> ScenarioSpec:
     try:
         spec = ScenarioSpec.model_validate(raw)
     except ValidationError as exc:
-        problems = [f"{_loc(err['loc'])}: {err['msg']}" for err in exc.errors()]
+        problems = [f"{_loc(err['loc'])}: {err['msg']}{_hint(err)}" for err in exc.errors()]
         raise ScenarioError(_report(where, problems)) from None
     problems = check_spec(spec)
     if problems:
         raise ScenarioError(_report(where, problems))
     return spec
+
+
+def _hint(err: Any) -> str:
+    if isinstance(err.get("input"), bool) and "string" in err.get("msg", ""):
+        return ' (YAML reads unquoted on/off/yes/no as true/false: quote the word, e.g. "on")'
+    return ""
 
 
 def _report(where: str, problems: list[str]) -> str:
@@ -267,11 +276,18 @@ def _check_items(spec: ScenarioSpec) -> list[str]:
 def _check_actions(spec: ScenarioSpec) -> list[str]:
     words = [w for a in spec.actions for w in a.words]
     problems = _duplicates("actions", words, "command/synonyms")
+    truncated = {" ".join(w[:DICT_WORD_SIZE] for w in words.split()): words for words in words}
+    if len(truncated) < len(set(words)):
+        problems.append(
+            f"actions: two commands differ only after letter {DICT_WORD_SIZE} of a word, which Inform cannot tell apart"
+        )
     item_ids = {it.id for it in spec.items}
     for i, action in enumerate(spec.actions):
         where = f"actions[{i}]"
         if action.command in RESERVED_COMMANDS or set(action.synonyms) & RESERVED_COMMANDS:
             problems.append(f"{where}.command: {sorted(RESERVED_COMMANDS)} are built in; choose other words")
+        for word in sorted({w for words in action.words for w in words.split()} & PARSER_WORDS):
+            problems.append(f"{where}.command: {word!r} has a special meaning to Inform's parser; reword")
         if action.item and action.item not in item_ids:
             problems.append(f"{where}.item: unknown item {action.item!r}")
         for j, pre in enumerate(action.preconditions):

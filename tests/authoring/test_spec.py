@@ -80,3 +80,9 @@ def test_every_problem_is_reported_at_once(spec_data: dict[str, Any]) -> None:
 def test_command_words_are_restricted(spec_data: dict[str, Any]) -> None:
     spec_data["actions"][0]["synonyms"] = ["unlock the hatch!"]
     assert "actions[0].synonyms[0]" in _problems(spec_data)
+
+
+def test_yaml_booleans_in_text_values_get_a_hint(spec_data: dict[str, Any]) -> None:
+    spec_data["state"][2]["values"] = [True, False]
+    message = _problems(spec_data)
+    assert "state[2].values[0]: Input should be a valid string (YAML reads unquoted on/off" in message
