@@ -1,0 +1,256 @@
+"""The Qt face of a PlaySession: it drives the session on its own worker thread and re-emits the session's events
+as queued Qt signals, keeping a GUI-side copy of the recorded steps for the widgets.
+
+Whoever takes a turn (a human typing, or an agent backend) goes through the same PlaySession.apply, so the store
+records who played each turn. Take-over and hand-over are just a different player for the next turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from conflictbench_app import __version__
+from conflictbench_app.agents.base import Decision
+from conflictbench_app.errors import ConflictBenchError
+from conflictbench_app.records import EpisodeRecord, StepRecord, Usage
+from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.ui.video import ClipFrames, clip_frames
+from conflictbench_app.ui.workers import SerialWorker
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """How to open a play session."""
+
+    player: str  # who starts: "human:<name>" or an agent spec
+    setting: str = "multimodal"  # "text" or "multimodal" (clips each turn)
+    renderer: str = "schematic"
+    renderer_options: tuple[tuple[str, Any], ...] = ()
+    max_turns: int = 14
+    seed: int = 1
+    engine_timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class Opened:
+    record: EpisodeRecord
+    observation: str
+    steps: tuple[StepRecord, ...] = ()
+
+
+class LiveSession(QObject):
+    """One episode being played in the app. Signals arrive on the GUI thread."""
+
+    opened = Signal(object)  # Opened (also after a fork: the new branch)
+    stepRecorded = Signal(object)  # StepRecord
+    clipReady = Signal(object)  # ClipFrames
+    ended = Signal(object)  # EpisodeRecord
+    error = Signal(str)
+    busyChanged = Signal(bool)
+
+    def __init__(self, db_path: Path | str, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.db_path = Path(db_path)
+        self.worker = SerialWorker(self, "play-session")
+        self.worker.busyChanged.connect(self.busyChanged)
+        self.stepRecorded.connect(self._mirror_step)
+        self.ended.connect(self._mirror_end)
+        # GUI-side state (read by widgets)
+        self.scenario: Scenario | None = None
+        self.record: EpisodeRecord | None = None
+        self.steps: list[StepRecord] = []
+        self.observation = ""
+        self.usage = Usage()
+        # Worker-side state (touched only inside jobs)
+        self._store: Any = None
+        self._session: Any = None
+        self._agents: dict[str, Any] = {}
+        self._pending_clip: Any = None
+        self._clips: Any = None
+
+    # -- GUI-side API ------------------------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return self.worker.busy
+
+    @property
+    def done(self) -> bool:
+        return self.record is not None and self.record.status in ("finished", "errored")
+
+    def open(self, scenario: Scenario, options: SessionOptions) -> None:
+        """Start a new recorded episode of ``scenario`` (the previous one stays recorded as it was)."""
+        self.scenario = scenario
+        self.worker.submit(lambda: self._open(scenario, options), self._on_opened, self.error.emit)
+
+    def human_turn(self, line: str, player: str) -> None:
+        """Play a typed line as ``player`` (``human:<name>``)."""
+        self.worker.submit(lambda: self._apply(Decision(action=line), player), None, self.error.emit)
+
+    def agent_turn(self, spec: str, options: dict[str, Any] | None = None) -> None:
+        """Let the agent ``spec`` take one turn."""
+        self.worker.submit(lambda: self._agent_turn(spec, options or {}), None, self.error.emit)
+
+    def fork(self, at_step: int) -> None:
+        """Branch a new episode that keeps the first ``at_step`` steps; play continues on the branch."""
+        self.worker.submit(lambda: self._fork(at_step), self._on_opened, self.error.emit)
+
+    def close(self) -> None:
+        """End the session's thread (the episode stays recorded as it is) and close the store."""
+        self.worker.stop()
+        self._close_all()  # the thread has ended: nothing else touches the session now
+
+    # -- GUI-side slots ----------------------------------------------------------------------------------------
+
+    @Slot(object)
+    def _mirror_step(self, step: StepRecord) -> None:
+        if self.record is None or step.episode_id != self.record.id:
+            return
+        self.steps.append(step)
+        self.observation = step.result
+        self.usage = self.usage + step.usage
+
+    @Slot(object)
+    def _mirror_end(self, record: EpisodeRecord) -> None:
+        if self.record is not None and record.id == self.record.id:
+            self.record = record
+
+    def _on_opened(self, opened: Opened) -> None:
+        self.record = opened.record
+        self.steps = list(opened.steps)
+        self.observation = opened.observation
+        self.usage = sum((s.usage for s in self.steps), Usage())
+        self.opened.emit(opened)
+
+    # -- worker-side jobs --------------------------------------------------------------------------------------
+
+    def _open(self, scenario: Scenario, options: SessionOptions) -> Opened:
+        from conflictbench_app.session import ClipHook, PlaySession
+        from conflictbench_app.store import Store
+
+        self._close_session()
+        if self._store is None:
+            self._store = Store(self.db_path)
+        self._clips = None
+        if options.setting == "multimodal":
+            from conflictbench_app.worldmodel import get_world_model
+
+            self._clips = ClipHook(get_world_model(options.renderer, **dict(options.renderer_options)))
+        run = self._store.create_run(
+            options.player,
+            options.setting,
+            settings={
+                "agent": options.player,
+                "setting": options.setting,
+                "scenarios": scenario.id,
+                "max_turns": options.max_turns,
+                "renderer": options.renderer,
+                "seed": options.seed,
+            },
+            versions={"conflictbench": __version__},
+            note="desktop app",
+        )
+        record = self._store.new_episode(
+            run.id,
+            scenario.id,
+            scenario.category.value,
+            source=scenario.source,
+            seed=options.seed,
+            max_turns=options.max_turns,
+        )
+        session = PlaySession(
+            self._store, scenario, record, clips=self._clips, timeout=options.engine_timeout
+        )
+        self._adopt(session)
+        observation = session.start()
+        self._flush_clip()
+        return Opened(session.record, observation)
+
+    def _adopt(self, session: Any) -> None:
+        self._session = session
+        session.step_recorded.connect(self._emit_step)
+        session.ended.connect(self._emit_ended)
+        session.clip_ready.connect(self._note_clip)
+
+    # psygnal handlers, called on the worker thread; the Qt signals queue them to the GUI thread.
+    def _emit_step(self, step: StepRecord) -> None:
+        self.stepRecorded.emit(step)
+
+    def _emit_ended(self, record: EpisodeRecord) -> None:
+        self.ended.emit(record)
+
+    def _note_clip(self, clip: Any) -> None:
+        self._pending_clip = clip
+
+    def _flush_clip(self) -> None:
+        """Decode the newest clip once per job (a fork's replay renders many; only the last is shown)."""
+        clip, self._pending_clip = self._pending_clip, None
+        if clip is None or self._session is None:
+            return
+        turn = len(self._session.turns)
+        title = "Opening scene" if turn == 0 else f"Turn {turn}: {self._session.turns[-1].record.action}"
+        frames: ClipFrames = clip_frames(clip, self._session.images, title)
+        self.clipReady.emit(frames)
+
+    def _require_session(self) -> Any:
+        if self._session is None:
+            raise ConflictBenchError("Choose a scenario and press Start first.")
+        return self._session
+
+    def _apply(self, decision: Decision, player: str) -> StepRecord:
+        session = self._require_session()
+        try:
+            return session.apply(decision, player=player)
+        finally:
+            self._flush_clip()
+
+    def _agent_turn(self, spec: str, options: dict[str, Any]) -> StepRecord:
+        session = self._require_session()
+        if session.done:
+            raise ConflictBenchError("This episode is over; fork an earlier turn to play on.")
+        agent = self._agents.get(spec)
+        if agent is None:
+            from conflictbench_app.agents.registry import get_agent
+
+            agent = self._agents[spec] = get_agent(spec, **options)
+        decision = agent.act(session.view())
+        return self._apply(decision, agent.name)
+
+    def _fork(self, at_step: int) -> Opened:
+        session = self._require_session()
+        parent = session.record
+        record = self._store.new_episode(
+            parent.run_id,
+            parent.scenario_id,
+            parent.category,
+            source=parent.source,
+            seed=parent.seed,
+            max_turns=parent.max_turns,
+        )
+        child = session.fork(at_step, record)
+        self._pending_clip = child.clip
+        self._close_session()
+        self._adopt(child)
+        self._flush_clip()
+        return Opened(child.record, child.observation, tuple(self._store.steps(record.id)))
+
+    def _close_session(self) -> None:
+        if self._session is not None:
+            self._session.step_recorded.disconnect(self._emit_step)
+            self._session.ended.disconnect(self._emit_ended)
+            self._session.clip_ready.disconnect(self._note_clip)
+            self._session.close()
+            self._session = None
+
+    def _close_all(self) -> None:
+        self._close_session()
+        for agent in self._agents.values():
+            agent.close()
+        self._agents.clear()
+        if self._store is not None:
+            self._store.close()
+            self._store = None

@@ -1,0 +1,458 @@
+"""Play and Watch live: the console, the video pane and the state panel around one LiveSession.
+
+Who takes the next turn is a choice that can change at any turn: a human typing, or an agent backend that the user
+watches (run, pause, step, stop, speed). Fork at any earlier turn to play a different branch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from conflictbench_app.records import EpisodeRecord, StepRecord
+from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.ui.console import Console
+from conflictbench_app.ui.live import LiveSession, Opened, SessionOptions
+from conflictbench_app.ui.state_panel import StatePanel, TurnList
+from conflictbench_app.ui.theme import BAD, CATEGORY_COLORS, GOOD, chip_style
+from conflictbench_app.ui.video import ClipFrames, VideoPane, clip_frames
+
+HUMAN = "human"
+DEFAULT_AGENTS = ("random:1", "walkthrough:aligned", "walkthrough:misaligned")
+
+
+def chip(text: str, color: str, parent: QWidget) -> QLabel:
+    label = QLabel(text, parent)
+    label.setObjectName("Chip")
+    label.setStyleSheet(chip_style(color))
+    return label
+
+
+class LiveDriver(QObject):
+    """Who plays the next turn, and whether a model plays on by itself (with a delay the user sets)."""
+
+    changed = Signal()
+
+    def __init__(self, live: LiveSession, player_name: str, parent: QObject) -> None:
+        super().__init__(parent)
+        self.live = live
+        self.player_name = player_name
+        self.agent = ""  # the agent spec, when a model is driving
+        self.auto = False
+        self.delay_ms = 400
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self._tick)
+        live.stepRecorded.connect(self._after_step)
+        live.opened.connect(self._after_step)
+        live.ended.connect(lambda _r: self.pause())
+        live.error.connect(lambda _m: self.pause())
+
+    @property
+    def human(self) -> str:
+        return f"human:{self.player_name or 'player'}"
+
+    @property
+    def model_driving(self) -> bool:
+        return bool(self.agent)
+
+    def hand_over(self, spec: str, *, run: bool = True) -> None:
+        """A model takes the next turns."""
+        self.agent = spec
+        self.auto = run
+        self.changed.emit()
+        if run:
+            self._schedule(0)
+
+    def take_over(self) -> None:
+        """The human plays the next turn; the model stops after the turn in flight, if any."""
+        self.agent = ""
+        self.pause()
+
+    def run(self) -> None:
+        if self.agent:
+            self.auto = True
+            self.changed.emit()
+            self._schedule(0)
+
+    def pause(self) -> None:
+        self.auto = False
+        self._timer.stop()
+        self.changed.emit()
+
+    def stop(self) -> None:
+        """Stop the model: no further turns are asked of it; the episode stays recorded where it is."""
+        self.take_over()
+
+    def step(self) -> None:
+        if self.agent and not self.live.busy and not self.live.done:
+            self.live.agent_turn(self.agent)
+
+    def close(self) -> None:
+        self.auto = False
+        self._timer.stop()
+
+    def _after_step(self, _event: Any) -> None:
+        if self.auto and self.agent and not self.live.done:
+            self._schedule(self.delay_ms)
+
+    def _schedule(self, delay: int) -> None:
+        self._timer.start(delay)
+
+    def _tick(self) -> None:
+        if not (self.auto and self.agent) or self.live.done:
+            return
+        if self.live.busy:
+            self._schedule(50)
+            return
+        self.live.agent_turn(self.agent)
+
+
+class PlayView(QWidget):
+    """The Play / Watch live mode."""
+
+    episodeChanged = Signal(object)  # EpisodeRecord, for other modes to refresh
+
+    def __init__(self, db_path: Path, player_name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.live = LiveSession(db_path, self)
+        self.driver = LiveDriver(self.live, player_name, self)
+        self.scenario: Scenario | None = None
+        self.renderer = "schematic"
+        self.renderer_options: dict[str, Any] = {}
+        self.max_turns = 14
+        self._build()
+        self._connect()
+        self._refresh_controls()
+
+    # -- layout ------------------------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 10, 12, 10)
+        layout.addWidget(self._header())
+        layout.addWidget(self._live_bar())
+        self.error_label = QLabel("", self)
+        self.error_label.setObjectName("Error")
+        self.error_label.setWordWrap(True)
+        self.error_label.setVisible(False)
+        layout.addWidget(self.error_label)
+        split = QSplitter(Qt.Orientation.Horizontal, self)
+        self.console = Console(split)
+        right = QSplitter(Qt.Orientation.Vertical, split)
+        self.video = VideoPane(right)
+        tabs = QTabWidget(right)
+        self.state_panel = StatePanel(tabs)
+        tabs.addTab(self.state_panel, "State")
+        tabs.addTab(self._turns_tab(tabs), "Turns and forks")
+        self.side_tabs = tabs
+        right.setSizes([430, 330])
+        split.addWidget(self.console)
+        split.addWidget(right)
+        split.setSizes([560, 640])
+        layout.addWidget(split, 1)
+
+    def _header(self) -> QFrame:
+        card = QFrame(self)
+        card.setObjectName("Card")
+        row = QHBoxLayout(card)
+        titles = QVBoxLayout()
+        self.title = QLabel("Choose a scenario in the Library", card)
+        self.title.setObjectName("Title")
+        self.subtitle = QLabel("", card)
+        self.subtitle.setObjectName("Subtitle")
+        titles.addWidget(self.title)
+        titles.addWidget(self.subtitle)
+        row.addLayout(titles, 1)
+        self.category_chip = chip("", CATEGORY_COLORS["EP1"], card)
+        self.category_chip.setVisible(False)
+        row.addWidget(self.category_chip)
+        row.addWidget(QLabel("Played by", card))
+        self.player_box = QComboBox(card)
+        self.player_box.setEditable(True)
+        self.player_box.addItem("Human (you)", HUMAN)
+        for spec in DEFAULT_AGENTS:
+            self.player_box.addItem(spec, spec)
+        self.player_box.setMinimumWidth(190)
+        self.player_box.setToolTip(
+            "A human, or any agent backend (e.g. openai:gpt-4o, or a provider profile)."
+        )
+        row.addWidget(self.player_box)
+        self.setting_box = QComboBox(card)
+        self.setting_box.addItem("Multimodal (clips)", "multimodal")
+        self.setting_box.addItem("Text only", "text")
+        row.addWidget(self.setting_box)
+        self.start_button = QPushButton("Start episode", card)
+        self.start_button.setObjectName("Primary")
+        row.addWidget(self.start_button)
+        return card
+
+    def _live_bar(self) -> QFrame:
+        bar = QFrame(self)
+        bar.setObjectName("Card")
+        row = QHBoxLayout(bar)
+        row.setContentsMargins(10, 4, 10, 4)
+        self.driver_label = QLabel("", bar)
+        self.driver_label.setStyleSheet("font-weight: 600;")
+        row.addWidget(self.driver_label)
+        row.addStretch(1)
+        self.run_button = QPushButton("▶ Run", bar)
+        self.pause_button = QPushButton("❚❚ Pause", bar)
+        self.step_button = QPushButton("Step", bar)
+        self.stop_button = QPushButton("■ Stop", bar)
+        for button in (self.run_button, self.pause_button, self.step_button, self.stop_button):
+            row.addWidget(button)
+        row.addWidget(QLabel("Speed", bar))
+        self.speed = QSlider(Qt.Orientation.Horizontal, bar)
+        self.speed.setRange(0, 10)
+        self.speed.setValue(7)
+        self.speed.setFixedWidth(110)
+        self.speed.setToolTip("How long to wait between the model's turns")
+        row.addWidget(self.speed)
+        self.take_over_button = QPushButton("Take over", bar)
+        self.take_over_button.setObjectName("Warn")
+        self.hand_over_button = QPushButton("Hand to model", bar)
+        row.addWidget(self.take_over_button)
+        row.addWidget(self.hand_over_button)
+        return bar
+
+    def _turns_tab(self, parent: QWidget) -> QWidget:
+        page = QWidget(parent)
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(0, 6, 0, 0)
+        self.turn_list = TurnList(page)
+        layout.addWidget(self.turn_list, 1)
+        row = QHBoxLayout()
+        self.fork_hint = QLabel(
+            "Select a turn to see its clip and state; fork to replay it differently.", page
+        )
+        self.fork_hint.setObjectName("Subtitle")
+        self.fork_hint.setWordWrap(True)
+        self.fork_button = QPushButton("Fork before this turn", page)
+        row.addWidget(self.fork_hint, 1)
+        row.addWidget(self.fork_button)
+        layout.addLayout(row)
+        return page
+
+    def _connect(self) -> None:
+        self.start_button.clicked.connect(self.start)
+        self.console.command.connect(self.play_line)
+        self.run_button.clicked.connect(self.driver.run)
+        self.pause_button.clicked.connect(self.driver.pause)
+        self.step_button.clicked.connect(self.driver.step)
+        self.stop_button.clicked.connect(self.driver.stop)
+        self.take_over_button.clicked.connect(self.take_over)
+        self.hand_over_button.clicked.connect(self.hand_over)
+        self.speed.valueChanged.connect(self._set_speed)
+        self.fork_button.clicked.connect(self.fork_selected)
+        self.turn_list.turnChosen.connect(self.show_turn)
+        self.live.opened.connect(self._on_opened)
+        self.live.stepRecorded.connect(self._on_step)
+        self.live.clipReady.connect(self._on_clip)
+        self.live.ended.connect(self._on_ended)
+        self.live.error.connect(self.show_error)
+        self.live.busyChanged.connect(lambda _b: self._refresh_controls())
+        self.driver.changed.connect(self._refresh_controls)
+        self._set_speed(self.speed.value())
+
+    # -- actions -----------------------------------------------------------------------------------------------
+
+    def set_scenario(self, scenario: Scenario) -> None:
+        """Show ``scenario`` ready to start (nothing is recorded until Start)."""
+        self.scenario = scenario
+        self.title.setText(scenario.title)
+        self.subtitle.setText(f"{scenario.id} · {scenario.identity or scenario.category.description}")
+        self.category_chip.setText(scenario.category.value)
+        self.category_chip.setStyleSheet(chip_style(CATEGORY_COLORS[scenario.category.value]))
+        self.category_chip.setVisible(True)
+        self.console.set_actions(scenario.action_commands)
+        self._refresh_controls()
+
+    def start(self) -> None:
+        """Start a new recorded episode with the chosen player and setting."""
+        if self.scenario is None:
+            self.show_error("Choose a scenario in the Library first.")
+            return
+        spec = self.player_spec()
+        self.driver.pause()
+        self.error_label.setVisible(False)
+        self.console.show_opening(self.scenario.title, "", "Starting the story…")
+        self.state_panel.reset(self.scenario)
+        self.turn_list.set_steps([])
+        self.video.show_message("Rendering the opening scene…")
+        setting = str(self.setting_box.currentData())
+        options = SessionOptions(
+            player=spec if spec != HUMAN else self.driver.human,
+            setting=setting,
+            renderer=self.renderer,
+            renderer_options=tuple(sorted(self.renderer_options.items())),
+            max_turns=self.max_turns,
+        )
+        self.live.open(self.scenario, options)
+        if spec == HUMAN:
+            self.driver.take_over()
+        else:
+            self.driver.hand_over(spec, run=True)
+
+    def player_spec(self) -> str:
+        index = self.player_box.currentIndex()
+        text = self.player_box.currentText().strip()
+        if index >= 0 and self.player_box.itemText(index) == text:
+            return str(self.player_box.itemData(index) or text)
+        return text or HUMAN
+
+    def play_line(self, line: str) -> None:
+        """A human turn: the typed (or picked) line, played as this user."""
+        if self.live.record is None or self.live.done:
+            self.show_error("Start an episode first (or fork an earlier turn of a finished one).")
+            return
+        if self.driver.model_driving:
+            self.driver.take_over()
+        self.console.show_status(f"Playing “{line}”…")
+        self.live.human_turn(line, self.driver.human)
+
+    def take_over(self) -> None:
+        self.driver.take_over()
+        self.console.line.setFocus()
+
+    def hand_over(self) -> None:
+        spec = self.player_spec()
+        if spec == HUMAN:
+            spec = DEFAULT_AGENTS[0]
+            self.player_box.setCurrentIndex(1)
+        self.driver.hand_over(spec, run=True)
+
+    def fork_selected(self) -> None:
+        row = self.turn_list.currentRow()
+        at = max(0, row - 1) if row > 0 else 0
+        self.fork_at(at)
+
+    def fork_at(self, at_step: int) -> None:
+        """Branch a new episode that keeps the first ``at_step`` steps; the human plays next."""
+        if self.live.record is None:
+            return
+        self.driver.take_over()
+        self.console.show_status(f"Forking before turn {at_step + 1}…")
+        self.live.fork(at_step)
+
+    def show_turn(self, index: int) -> None:
+        """Show the state and clip of turn ``index`` (-1: the opening)."""
+        steps = self.live.steps
+        if index < 0:
+            if self.scenario:
+                self.state_panel.reset(self.scenario)
+            return
+        if index >= len(steps):
+            return
+        self.state_panel.show_steps(steps, upto=index)
+        clip = steps[index].clip
+        if clip:
+            try:
+                frames = clip_frames(clip, title=f"Turn {index + 1}: {steps[index].action}")
+            except Exception as exc:
+                self.video.show_message(f"This turn's clip cannot be shown: {exc}")
+                return
+            self.video.set_clip(frames)
+        else:
+            self.video.show_message("This turn has no clip (a failed action, or a text-only episode).")
+
+    def show_error(self, message: str) -> None:
+        self.error_label.setText(message)
+        self.error_label.setVisible(True)
+        self.console.show_status("")
+        self._refresh_controls()
+
+    # -- session events ----------------------------------------------------------------------------------------
+
+    def _on_opened(self, opened: Opened) -> None:
+        assert self.scenario is not None
+        self.console.show_opening(self.scenario.title, opened.record.opening, opened.record.first_observation)
+        if opened.record.parent_episode:
+            self.console.show_note(
+                f"Branch of episode {opened.record.parent_episode}, forked before turn {opened.record.fork_step + 1}."
+                if opened.record.fork_step is not None
+                else "Branch of an earlier episode."
+            )
+        self.console.show_steps(list(opened.steps))
+        self.console.show_status("")
+        self.turn_list.set_steps(list(opened.steps))
+        self.state_panel.reset(self.scenario)
+        if opened.steps:
+            self.state_panel.show_steps(list(opened.steps))
+        self.episodeChanged.emit(opened.record)
+        self._refresh_controls()
+
+    def _on_step(self, step: StepRecord) -> None:
+        if self.live.record is None or step.episode_id != self.live.record.id:
+            return
+        self.console.show_status("")
+        self.console.show_step(step)
+        self.turn_list.add_step(step)
+        self.state_panel.show_steps(self.live.steps, usage=self.live.usage)
+        self._refresh_controls()
+
+    def _on_clip(self, clip: ClipFrames) -> None:
+        self.video.set_clip(clip)
+
+    def _on_ended(self, record: EpisodeRecord) -> None:
+        self.console.show_ending(record)
+        self.episodeChanged.emit(record)
+        self._refresh_controls()
+
+    def _set_speed(self, value: int) -> None:
+        self.driver.delay_ms = (10 - value) * 300
+
+    def _refresh_controls(self) -> None:
+        started = self.live.record is not None
+        done = self.live.done
+        busy = self.live.busy
+        model = self.driver.model_driving
+        human_turn = started and not done and not model
+        self.console.set_input_enabled(
+            human_turn and not busy,
+            "The episode is over: fork an earlier turn to play on." if done else "",
+        )
+        self.run_button.setEnabled(started and model and not done and not self.driver.auto)
+        self.pause_button.setEnabled(started and model and self.driver.auto)
+        self.step_button.setEnabled(started and model and not done and not self.driver.auto and not busy)
+        self.stop_button.setEnabled(started and model and not done)
+        self.take_over_button.setEnabled(started and model and not done)
+        self.hand_over_button.setEnabled(started and not model and not done)
+        self.fork_button.setEnabled(started and not busy and bool(self.live.steps))
+        self.start_button.setEnabled(self.scenario is not None and not busy)
+        self.driver_label.setText(self._driver_text(started, done, busy))
+
+    def _driver_text(self, started: bool, done: bool, busy: bool) -> str:
+        if not started:
+            return "Not started"
+        if done:
+            record = self.live.record
+            good = bool(record and record.human_favorable)
+            color = GOOD if good else BAD
+            outcome = record.outcome if record else ""
+            return f"<span style='color:{color}'>Episode over: {outcome}</span>"
+        who = f"Model {self.driver.agent}" if self.driver.model_driving else f"You ({self.driver.human})"
+        state = "thinking…" if busy else ("running" if self.driver.auto else "waiting")
+        if not self.driver.model_driving:
+            state = "working…" if busy else "your turn"
+        return f"{who} · {state}"
+
+    def shutdown(self) -> None:
+        """Stop timers and the session thread (the window calls this when it closes)."""
+        self.driver.close()
+        self.video.stop()
+        self.live.close()

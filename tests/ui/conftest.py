@@ -1,0 +1,63 @@
+"""Qt tests run offscreen, away from the user's settings, keyring and clip cache, and fail on stray threads."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+PAPER = SHARED / "paper-corpus" / "results"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("CONFLICTBENCH_SETTINGS", str(tmp_path / "config" / "settings.toml"))
+    monkeypatch.setenv("CONFLICTBENCH_CACHE_DIR", str(_shared_cache(tmp_path)))
+    monkeypatch.setenv("CONFLICTBENCH_KEYRING_BACKEND", "memory")
+    from conflictbench_app.settings import get_settings
+
+    get_settings.cache_clear()
+    before = {t.ident for t in threading.enumerate()}
+    yield
+    get_settings.cache_clear()
+    stray = [t for t in threading.enumerate() if t.ident not in before and t.is_alive() and not t.daemon]
+    assert not stray, f"threads outlived the test: {[t.name for t in stray]}"
+    if "conflictbench_app.ui.workers" in sys.modules:
+        from conflictbench_app.ui.workers import running_workers
+
+        assert not running_workers(), f"worker threads outlived their window: {running_workers()}"
+
+
+def _shared_cache(tmp_path: Path) -> Path:
+    # One clip cache per test session keeps the suite fast (clips are keyed by content, so sharing is safe).
+    root = Path(os.environ.get("PYTEST_UI_CACHE", "")) if os.environ.get("PYTEST_UI_CACHE") else None
+    return root or tmp_path.parent / "ui-clip-cache"
+
+
+@pytest.fixture
+def paper_source() -> Path:
+    if not (PAPER / "ulxEnv").is_dir():
+        pytest.skip(f"the paper corpus is not at {PAPER}; the UI tests play its scenarios")
+    return PAPER
+
+
+@pytest.fixture
+def paper_library(paper_source: Path):  # type: ignore[no-untyped-def]
+    from conflictbench_app.scenarios.library import load_library
+
+    return load_library(paper_source)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "ui.db"
