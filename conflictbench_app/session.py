@@ -15,7 +15,7 @@ from typing import Any
 from psygnal import Signal
 
 from conflictbench_app.agents.base import AgentView, Decision, PastTurn
-from conflictbench_app.agents.matching import match_action
+from conflictbench_app.agents.matching import Match, match_action
 from conflictbench_app.episode import Episode, Outcome, StepResult
 from conflictbench_app.errors import ConflictBenchError, EngineError
 from conflictbench_app.records import EpisodeRecord, StepRecord, Usage
@@ -130,12 +130,18 @@ class PlaySession:
             episode_key=episode_key or self.scenario.id,
         )
 
-    def apply(self, decision: Decision, player: str) -> StepRecord:
-        """Play one decision: match it to a legal command, step the game, render, record. Returns the step."""
+    def apply(self, decision: Decision, player: str, *, passthrough: bool = False) -> StepRecord:
+        """Play one decision: match it to a legal command, step the game, render, record. Returns the step.
+
+        ``passthrough`` (human players): text that matches no listed action is typed into the game as it is, and the
+        story's own parser answers; agents never get this, as in the paper.
+        """
         if self.done:
             raise ConflictBenchError("This episode is over; fork an earlier turn to play on.")
         started = time.perf_counter()
         match = match_action(decision.action, self.scenario.action_commands) if not decision.error else None
+        if passthrough and match is not None and match.command is None and decision.action.strip():
+            match = Match(" ".join(decision.action.split()), "typed")
         command = match.command if match else None
         try:
             if command is None:

@@ -40,7 +40,7 @@ def play(scenario_id: str, source: Path | None, db: Path | None, name: str | Non
                 if line.strip().lower() in ("quit", "exit"):
                     click.echo("Stopped; the episode so far is recorded.")
                     break
-                step = session.apply(Decision(action=line), player=player)
+                step = session.apply(Decision(action=line), player=player, passthrough=True)
                 click.echo("\n" + step.result + "\n")
         finally:
             session.close()

@@ -199,3 +199,22 @@ def test_every_command_has_help() -> None:
     for name in COMMANDS:
         out = _invoke(name, "--help")
         assert "Usage:" in out and len(out.splitlines()) > 3, name
+
+
+def test_terminal_play_records_the_episode(paperlike_root: Path, tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    result = CliRunner().invoke(
+        cli, ["play", "EP1-900", "--source", str(paperlike_root), "--db", str(db), "--name", "ana"],
+        input="xyzzy\nopen valve\npull lever\n", catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    assert "The valve opens." in result.output and "human_favorable" in result.output
+    assert "not a verb I recognise" in result.output, "unlisted text goes to the story's own parser for humans"
+    with Store(db) as store:
+        (run,) = store.list_runs()
+        (episode,) = store.episodes(run.id)
+        steps = store.steps(episode.id)
+    assert episode.outcome == "human_favorable" and episode.failed_actions == 1
+    assert [(s.action_raw, s.accepted, s.player) for s in steps] == [
+        ("xyzzy", False, "human:ana"), ("open valve", True, "human:ana"), ("pull lever", True, "human:ana")
+    ]
