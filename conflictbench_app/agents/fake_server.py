@@ -12,7 +12,8 @@ messages already in the conversation); or a dict whose keys are substrings of th
 and whose values are such lists or callables. Without a script, or past its end, the server plays a seeded random
 legal action read from the ``Valid actions:`` line of the system prompt (see :mod:`react`), so a full run works.
 
-Faults (``faults=`` or :meth:`add_fault`): ``429`` (with ``Retry-After``), ``500``, ``delay``, ``garbage`` (invalid
+Faults (``faults=`` or :meth:`add_fault`): ``429`` (with ``Retry-After``), ``500``, ``status`` (any error status
+and message), ``delay``, ``garbage`` (invalid
 JSON with status 200), ``empty`` (no choices), ``hang`` (no answer until the server stops or ``seconds`` pass). Each
 applies to its next ``times`` matching requests (``-1``: all), optionally only where the system prompt contains
 ``match``.
@@ -33,7 +34,7 @@ from typing import Any, Literal
 
 from conflictbench_app.errors import ConflictBenchError
 
-FaultKind = Literal["429", "500", "delay", "garbage", "empty", "hang"]
+FaultKind = Literal["429", "500", "status", "delay", "garbage", "empty", "hang"]
 ReplyFn = Callable[[dict[str, Any]], str]
 Script = ReplyFn | list[str] | dict[str, list[str] | ReplyFn]
 TOKENS_PER_IMAGE = 85
@@ -47,9 +48,9 @@ class Fault:
     times: int = 1  # how many matching requests it applies to; -1 for all of them
     match: str = ""  # only requests whose system prompt contains this
     retry_after: float | None = 0.05  # for 429: the Retry-After header, in seconds (None: no header)
-    seconds: float = (
-        1.0  # for delay; for hang, the longest it holds the request (it also ends when the server stops)
-    )
+    seconds: float = 1.0  # for delay; for hang, the longest it holds the request (or until the server stops)
+    status: int = 400  # for status: any HTTP error status, with ``message`` as the error's message
+    message: str = "Bad request (fake)."
 
 
 @dataclass(frozen=True)
@@ -301,6 +302,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault.kind == "500":
             self._json(500, {"error": {"message": "Internal error (fake).", "type": "server_error"}})
             return 500
+        if fault.kind == "status":
+            self._json(fault.status, {"error": {"message": fault.message, "type": "invalid_request_error"}})
+            return fault.status
         if fault.kind == "garbage":
             self._raw(200, b'{"id": "chatcmpl-garbage", "choices": [ {"mess', "application/json")
             return 200
