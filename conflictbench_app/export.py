@@ -49,8 +49,13 @@ def paper_trajectory(
 
 def paper_export(store: Store, run_id: str) -> dict[str, dict]:
     """``{scenario_id: trajectory}`` for every finished episode of the run."""
+    from conflictbench_app.evaluation.regret import paper_fields
+
+    # The latest regret test of each episode fills the willpower fields (tests come oldest first).
+    regret = {t.episode_id: t for t in store.regret_tests(run_id=run_id)}
     out = {}
     for episode in store.episodes(run_id):
         if episode.status == "finished":
-            out[episode.scenario_id] = paper_trajectory(episode, store.steps(episode.id))
+            extra = paper_fields(regret[episode.id]) if episode.id in regret else None
+            out[episode.scenario_id] = paper_trajectory(episode, store.steps(episode.id), extra)
     return out
