@@ -85,21 +85,21 @@ class StatePanel(QWidget):
         self.scenario: Scenario | None = None
         self.changed: dict[str, tuple[Any, Any]] = {}
 
-    def reset(self, scenario: Scenario) -> None:
+    def reset(self, scenario: Scenario | None) -> None:
         self.scenario = scenario
-        self.show_state(dict(scenario.initial_state), {}, turn=0, failed=0, usage=Usage())
+        initial = dict(scenario.initial_state) if scenario else {}
+        self.show_state(initial, {}, turn=0, failed=0, usage=Usage())
 
     def show_steps(
         self, steps: list[StepRecord], upto: int | None = None, usage: Usage | None = None
     ) -> None:
         """Show the state after step ``upto`` (default: the last), with what that step changed."""
-        if self.scenario is None:
-            return
         steps = steps if upto is None else steps[: upto + 1]
         if not steps:
             self.reset(self.scenario)
             return
-        before = steps[-2].state if len(steps) > 1 else dict(self.scenario.initial_state)
+        initial = dict(self.scenario.initial_state) if self.scenario else {}
+        before = steps[-2].state if len(steps) > 1 else initial
         last = steps[-1]
         total = usage if usage is not None else sum((s.usage for s in steps), Usage())
         self.show_state(
