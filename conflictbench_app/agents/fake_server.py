@@ -122,7 +122,10 @@ class FakeLLMServer:
                 f"Cannot listen on 127.0.0.1:{self._port} ({exc}); choose another --port."
             ) from exc
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-llm", daemon=True)
+        # A short poll interval makes stop() quick (shutdown waits for the serving loop's next poll).
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-llm", daemon=True
+        )
         self._thread.start()
         return self
 

@@ -117,11 +117,12 @@ def _factory_for(profile: str) -> Any:
     return factory
 
 
-def _register_profiles() -> None:
+def register_profiles() -> None:
+    """Register every provider profile (built-in, aliases, and the settings file's, read now) as an agent prefix."""
     from conflictbench_app.agents.providers import ALIASES
 
     for name in [*all_profiles(), *ALIASES]:
         register(name)(_factory_for(name))
 
 
-_register_profiles()
+register_profiles()

@@ -41,7 +41,7 @@ def get_agent(spec: str, **options: Any) -> Agent:
     if prefix not in _FACTORIES and prefix in _LAZY:
         importlib.import_module(_LAZY[prefix])
     if prefix not in _FACTORIES and arg:
-        importlib.import_module(MODEL_AGENTS)  # registers the settings file's own provider profiles
+        importlib.import_module(MODEL_AGENTS).register_profiles()  # the settings file's own provider profiles
     factory = _FACTORIES.get(prefix)
     if factory is None:
         raise AgentError(f"Unknown agent {spec!r}. Known: {', '.join(known_prefixes())}.")
