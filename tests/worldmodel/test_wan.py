@@ -115,7 +115,7 @@ def test_first_frame_depends_on_the_condition_only(
         previous = Clip(
             tmp_path / "unused.mp4", tmp_path / f"{name}.png", 9, 16, 64, 48, "", 0, "wan", False, 0.0, name
         )
-        for seed, prompt in ((1, "valve opens"), (2, "door unlocks")):
+        for seed, prompt in ((1, "valve opens"), (2, "door unlocks"))[: 2 if name == "black" else 1]:
             outputs[name, seed] = wm.render_step(reactor, turns[:1], previous, prompt, seed, None, None)
     assert np.array_equal(outputs["black", 1][0], outputs["black", 2][0])
     assert not np.array_equal(outputs["black", 1][-1], outputs["black", 2][-1])
