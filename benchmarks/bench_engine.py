@@ -33,8 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def bare_round_trips(story: Path, commands: list[str], rounds: int) -> list[float]:
     """Send lines straight to glulxe and wait for each update's terminating blank line."""
-    proc = subprocess.Popen([str(find_glulxe()), "--rngseed", "1", str(story)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [str(find_glulxe()), "--rngseed", "1", str(story)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     out = proc.stdout
     assert out is not None and proc.stdin is not None
 
@@ -51,7 +52,9 @@ def bare_round_trips(story: Path, commands: list[str], rounds: int) -> list[floa
     for i in range(rounds):
         window = update["input"][0]["id"]
         started = time.perf_counter()
-        update = exchange({"type": "line", "gen": update["gen"], "window": window, "value": commands[i % len(commands)]})
+        update = exchange(
+            {"type": "line", "gen": update["gen"], "window": window, "value": commands[i % len(commands)]}
+        )
         times.append(time.perf_counter() - started)
     proc.kill()
     proc.wait()
@@ -84,15 +87,33 @@ def run_wall_time(source: Path) -> tuple[float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "CONFLICTBENCH_CACHE_DIR": tmp}
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "conflictbench_app", "run", "--agent", "random:1",
-                               "--source", str(source), "--db", f"{tmp}/bench.db", "--json"],
-                              capture_output=True, text=True, env=env, check=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "conflictbench_app",
+                "run",
+                "--agent",
+                "random:1",
+                "--source",
+                str(source),
+                "--db",
+                f"{tmp}/bench.db",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
         elapsed = time.perf_counter() - started
     return elapsed, len(json.loads(proc.stdout)["episodes"])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--source", type=Path, default=ROOT.parent / "shared" / "paper-corpus" / "results")
     parser.add_argument("--rounds", type=int, default=400)
     args = parser.parse_args()
@@ -108,11 +129,15 @@ def main() -> None:
     med = lambda xs: statistics.median(xs) * 1000  # noqa: E731
     print(f"story: {scenario.id} ({scenario.story_file.name}), {args.rounds} turns each")
     print(f"bare RemGlk round trip   median {med(bare):6.3f} ms")
-    print(f"engine (GlulxGame.send)  median {med(engine):6.3f} ms   ratio {med(engine) / med(bare):4.2f}x  (target < 1.5x)")
+    print(
+        f"engine (GlulxGame.send)  median {med(engine):6.3f} ms   ratio {med(engine) / med(bare):4.2f}x  (target < 1.5x)"
+    )
     print(f"Episode.step             median {med(steps):6.3f} ms   ratio {med(steps) / med(bare):4.2f}x")
     elapsed, n = run_wall_time(args.source)
-    print(f"run --agent random:1 over {n} environments: {elapsed:.2f} s wall (target < 10 s for 30), "
-          f"cold (help probes included, empty cache)")
+    print(
+        f"run --agent random:1 over {n} environments: {elapsed:.2f} s wall (target < 10 s for 30), "
+        f"cold (help probes included, empty cache)"
+    )
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ class PlaySession:
 
     def start(self) -> str:
         """Start (or resume) the episode. Returns the observation the next player sees."""
-        observation, info = self.env.reset()
+        observation, _info = self.env.reset()
         self.observation = observation
         self._render_base()
         recorded = self.store.steps(self.record.id)

@@ -32,7 +32,10 @@ def isolated_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for key in list(os.environ):
         if key.startswith("CONFLICTBENCH_") and key not in (
-            "CONFLICTBENCH_TOOLCHAIN_DIR", "CONFLICTBENCH_CACHE_DIR", "CONFLICTBENCH_GLULXE", "CONFLICTBENCH_INFORM7_DIR"
+            "CONFLICTBENCH_TOOLCHAIN_DIR",
+            "CONFLICTBENCH_CACHE_DIR",
+            "CONFLICTBENCH_GLULXE",
+            "CONFLICTBENCH_INFORM7_DIR",
         ):
             monkeypatch.delenv(key)
     from conflictbench_app.settings import get_settings

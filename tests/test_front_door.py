@@ -31,8 +31,14 @@ def test_readme_app_command_installs_and_starts(tmp_path: Path) -> None:
     if not (ROOT / ".venv" / "bin" / "python").exists():
         pytest.skip("no .venv: the test suite was not started through the README's command")
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    proc = subprocess.run(["bash", "packaging/bootstrap.sh", "app", "--help"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        ["bash", "packaging/bootstrap.sh", "app", "--help"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Usage: conflictbench" in proc.stdout and "scenarios" in proc.stdout
 

@@ -106,7 +106,7 @@ def run(
         listener.close()
         raise click.ClickException(
             "Interrupted; finish the run later with `conflictbench run --resume RUN_ID`."
-        )
+        ) from None
     finally:
         listener.close()
     if as_json:

@@ -7,6 +7,7 @@ id of the window asking; windows are re-identified by rock (Inform 7: main 201, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -114,10 +115,9 @@ class GlulxGame:
             proc.wait(timeout=5)
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
-                    try:
+                    # stdin may hold unflushed bytes for a process that is gone: nothing to deliver.
+                    with contextlib.suppress(BrokenPipeError):
                         stream.close()
-                    except BrokenPipeError:
-                        pass  # stdin still held unflushed bytes for a process that is gone: nothing to deliver
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
             self._tmpdir = None
@@ -293,11 +293,10 @@ class GlulxGame:
 
     def _apply(self, update: dict[str, Any]) -> Output:
         self._gen = update.get("gen", self._gen)
-        for win in update.get("windows") or []:
+        if update.get("windows"):
             self._windows = {
                 w["id"]: _Window(w["id"], w.get("type", ""), w.get("rock", 0)) for w in update["windows"]
             }
-            break
         screen = _Screen()
         for content in update.get("content") or []:
             self._collect(content, screen)

@@ -61,7 +61,7 @@ def parse_state(
     state: dict[str, Any] = dict(previous or scenario.initial_state)
     low = text.lower()
     for var in scenario.state_vars:
-        value = _find_value(low, var.name.lower())
+        value = _find_value(low, var.name)
         if value is None:
             continue
         coerced = _coerce(value, var.initial)
@@ -70,12 +70,23 @@ def parse_state(
     return state
 
 
+_GENERIC = {"state", "level", "status", "index", "value", "count", "the", "of", "to", "and", "is"}
+
+
 def _find_value(low: str, name: str) -> str | None:
-    idx = low.rfind(name + ":")
-    if idx < 0:
-        return None
-    rest = low[idx + len(name) + 1 :].strip()
-    return re.split(r"\s+-\s+|[;|\n]|,\s(?=[a-z][a-z ]+:)|\.\s", rest, maxsplit=1)[0].strip(" .")
+    """The text after ``<name>:`` in the last status line mentioning it; failing that, after the longest part of the
+    name the game prints instead (``Interlock: unlocked`` for ``High pressure interlock state``)."""
+    words = re.sub(r"([a-z])([A-Z])", r"\1 \2", name).lower().split()
+    for size in range(len(words), 0, -1):
+        for start in range(len(words) - size + 1):
+            phrase = " ".join(words[start : start + size])
+            if size < len(words) and (phrase in _GENERIC or len(phrase) < 4):
+                continue
+            matches = list(re.finditer(rf"(?<![a-z]){re.escape(phrase)}:", low))
+            if matches:
+                rest = low[matches[-1].end() :].strip()
+                return re.split(r"\s+-\s+|[;|\n]|,\s(?=[a-z][a-z ]+:)|\.\s", rest, maxsplit=1)[0].strip(" .")
+    return None
 
 
 def _coerce(value: str, initial: StateValue) -> StateValue | None:

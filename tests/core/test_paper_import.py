@@ -10,7 +10,12 @@ import pytest
 
 from conflictbench_app.episode import Episode, Outcome
 from conflictbench_app.scenarios.library import load_library
-from conflictbench_app.scenarios.paper import choose_story_file, help_candidates, load_paper_env, load_paper_tree
+from conflictbench_app.scenarios.paper import (
+    choose_story_file,
+    help_candidates,
+    load_paper_env,
+    load_paper_tree,
+)
 
 
 def test_paperlike_env_loads(paperlike_root: Path) -> None:
@@ -62,15 +67,27 @@ def test_story_choice_is_deterministic_and_explained(tmp_path: Path, tiny_story:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Actions and prerequisites: - unlock interlock: releases it.\n - protect core: ends it.",
-         ["unlock interlock", "protect core"]),
-        ("Available controls:wide spray calibration: heavy load.\nlow microdose spraying: light load.",
-         ["wide spray calibration", "low microdose spraying"]),
-        ("Actions: write raw segment: raises compliance. generate summary frame: spends budget.",
-         ["write raw segment", "generate summary frame"]),
-        ("- reinforce sandbox - increase integrity +20. - tag process - mark threads.", ["reinforce sandbox", "tag process"]),
+        (
+            "Actions and prerequisites: - unlock interlock: releases it.\n - protect core: ends it.",
+            ["unlock interlock", "protect core"],
+        ),
+        (
+            "Available controls:wide spray calibration: heavy load.\nlow microdose spraying: light load.",
+            ["wide spray calibration", "low microdose spraying"],
+        ),
+        (
+            "Actions: write raw segment: raises compliance. generate summary frame: spends budget.",
+            ["write raw segment", "generate summary frame"],
+        ),
+        (
+            "- reinforce sandbox - increase integrity +20. - tag process - mark threads.",
+            ["reinforce sandbox", "tag process"],
+        ),
         ("- CALIBRATE TRAJECTORY (Silo Console): readiness +30.", ["calibrate trajectory"]),
-        ("- microadjust right / microadjust left: nudge steering.", ["microadjust right", "microadjust left"]),
+        (
+            "- microadjust right / microadjust left: nudge steering.",
+            ["microadjust right", "microadjust left"],
+        ),
     ],
 )
 def test_help_formats(text: str, expected: list[str]) -> None:

@@ -36,13 +36,27 @@ def _grow(root: Path, n: int) -> Path:
 
 def test_run_json_and_tsr(paperlike_root: Path, tmp_path: Path) -> None:
     db = tmp_path / "r.db"
-    out = _invoke("run", "--agent", "commands:open valve;pull lever", "--source", str(paperlike_root),
-                  "--db", str(db), "--json")
+    out = _invoke(
+        "run",
+        "--agent",
+        "commands:open valve;pull lever",
+        "--source",
+        str(paperlike_root),
+        "--db",
+        str(db),
+        "--json",
+    )
     data = json.loads(out)
     assert set(data) == {"run_id", "episodes", "tsr"}
     (ep,) = data["episodes"]
-    assert ep == {"scenario_id": "EP1-900", "outcome": "human_favorable", "human_favorable": True, "turns": 2,
-                  "failed_actions": 0, "error": None}
+    assert ep == {
+        "scenario_id": "EP1-900",
+        "outcome": "human_favorable",
+        "human_favorable": True,
+        "turns": 2,
+        "failed_actions": 0,
+        "error": None,
+    }
     assert data["tsr"] == {"EP1": 1.0, "EP2": None, "EP3": None, "all": 1.0}
     with Store(db) as store:
         (episode,) = store.episodes(data["run_id"])
@@ -57,7 +71,9 @@ def test_random_agent_run_and_exports(paperlike_root: Path, tmp_path: Path) -> N
     db = tmp_path / "r.db"
     data = json.loads(_invoke("run", "--agent", "random:3", "--source", str(root), "--db", str(db), "--json"))
     assert len(data["episodes"]) == 4 and all(e["outcome"] for e in data["episodes"])
-    again = json.loads(_invoke("run", "--agent", "random:3", "--source", str(root), "--db", str(db), "--json"))
+    again = json.loads(
+        _invoke("run", "--agent", "random:3", "--source", str(root), "--db", str(db), "--json")
+    )
     strip = lambda d: [(e["scenario_id"], e["outcome"], e["turns"]) for e in d["episodes"]]  # noqa: E731
     assert strip(data) == strip(again), "a seeded random agent must replay identically"
     lines = _invoke("export", data["run_id"], "--format", "jsonl", "--db", str(db)).strip().splitlines()
@@ -73,8 +89,11 @@ def test_bad_scenarios_error_alone(paperlike_root: Path, tmp_path: Path) -> None
     root = _grow(paperlike_root, 3)
     (root / "ulxEnv" / "EP2-950").mkdir()
     (root / "ulxEnv" / "EP2-950" / "env.json").write_text("{broken")
-    result = CliRunner().invoke(cli, ["run", "--agent", "random:1", "--source", str(root), "--db",
-                                      str(tmp_path / "r.db"), "--json"], catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli,
+        ["run", "--agent", "random:1", "--source", str(root), "--db", str(tmp_path / "r.db"), "--json"],
+        catch_exceptions=False,
+    )
     assert result.exit_code == 0
     assert "EP2-950" in result.stderr and "not valid JSON" in result.stderr
     data = json.loads(result.stdout)
@@ -90,7 +109,9 @@ def test_hung_interpreter_errors_one_episode_and_the_run_goes_on(
     hang = root / "ulxEnv" / "EP2-901"
     next(hang.glob("*.ulx")).rename(hang / "hang-here_attempt1.ulx")
     wrapper = tmp_path / "glulxe"
-    wrapper.write_text(f'#!/bin/sh\ncase "$*" in *hang-here*) exec sleep 60;; esac\nexec {find_glulxe()} "$@"\n')
+    wrapper.write_text(
+        f'#!/bin/sh\ncase "$*" in *hang-here*) exec sleep 60;; esac\nexec {find_glulxe()} "$@"\n'
+    )
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("CONFLICTBENCH_GLULXE", str(wrapper))
     monkeypatch.setenv("CONFLICTBENCH_ENGINE_TIMEOUT", "1")
@@ -98,8 +119,11 @@ def test_hung_interpreter_errors_one_episode_and_the_run_goes_on(
 
     get_settings.cache_clear()
     # The `help` probe is cached by story content (all copies are the same story), so the hang shows in the run.
-    result = CliRunner().invoke(cli, ["run", "--agent", "random:1", "--source", str(root), "--db",
-                                      str(tmp_path / "r.db"), "--json"], catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli,
+        ["run", "--agent", "random:1", "--source", str(root), "--db", str(tmp_path / "r.db"), "--json"],
+        catch_exceptions=False,
+    )
     assert result.exit_code == 0, result.output
     by_id = {e["scenario_id"]: e for e in json.loads(result.stdout)["episodes"]}
     assert by_id["EP2-901"]["outcome"] == "error"
@@ -150,8 +174,21 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(paperlike_root: Path, t
     proxy.write_text(_SLOW_PROXY.format(python=sys.executable, real=str(find_glulxe())))
     proxy.chmod(proxy.stat().st_mode | stat.S_IXUSR)
     env = {**os.environ, "CONFLICTBENCH_GLULXE": str(proxy)}
-    cmd = [sys.executable, "-m", "conflictbench_app", "run", "--agent", "random:5", "--source", str(root),
-           "--db", str(db), "--json", "--max-turns", "6"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "conflictbench_app",
+        "run",
+        "--agent",
+        "random:5",
+        "--source",
+        str(root),
+        "--db",
+        str(db),
+        "--json",
+        "--max-turns",
+        "6",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not db.exists() or len(_safe_keys(db)) < 8):
@@ -164,17 +201,36 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(paperlike_root: Path, t
         (run,) = store.list_runs()
         unfinished = [e for e in store.episodes(run.id) if e.status != "finished"]
     assert unfinished, "the kill came too late to test resuming"
-    out = subprocess.run([sys.executable, "-m", "conflictbench_app", "run", "--resume", run.id, "--db", str(db),
-                          "--json"], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "conflictbench_app", "run", "--resume", run.id, "--db", str(db), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     data = json.loads(out.stdout)
     assert len(data["episodes"]) == 12 and all(e["outcome"] for e in data["episodes"])
     after = _step_keys(db)
     assert len(after) == len(set(after))
     assert set(before) <= set(after), "steps recorded before the kill must survive"
     # The resumed run equals an uninterrupted one with the same seeded agent.
-    clean = json.loads(_invoke("run", "--agent", "random:5", "--source", str(root), "--db",
-                               str(tmp_path / "clean.db"), "--json", "--max-turns", "6"))
-    key = lambda d: sorted((e["scenario_id"], e["outcome"], e["turns"], e["failed_actions"]) for e in d["episodes"])  # noqa: E731
+    clean = json.loads(
+        _invoke(
+            "run",
+            "--agent",
+            "random:5",
+            "--source",
+            str(root),
+            "--db",
+            str(tmp_path / "clean.db"),
+            "--json",
+            "--max-turns",
+            "6",
+        )
+    )
+    key = lambda d: sorted(
+        (e["scenario_id"], e["outcome"], e["turns"], e["failed_actions"]) for e in d["episodes"]
+    )  # noqa: E731
     assert key(data) == key(clean)
 
 
@@ -204,17 +260,23 @@ def test_every_command_has_help() -> None:
 def test_terminal_play_records_the_episode(paperlike_root: Path, tmp_path: Path) -> None:
     db = tmp_path / "p.db"
     result = CliRunner().invoke(
-        cli, ["play", "EP1-900", "--source", str(paperlike_root), "--db", str(db), "--name", "ana"],
-        input="xyzzy\nopen valve\npull lever\n", catch_exceptions=False,
+        cli,
+        ["play", "EP1-900", "--source", str(paperlike_root), "--db", str(db), "--name", "ana"],
+        input="xyzzy\nopen valve\npull lever\n",
+        catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
     assert "The valve opens." in result.output and "human_favorable" in result.output
-    assert "not a verb I recognise" in result.output, "unlisted text goes to the story's own parser for humans"
+    assert "not a verb I recognise" in result.output, (
+        "unlisted text goes to the story's own parser for humans"
+    )
     with Store(db) as store:
         (run,) = store.list_runs()
         (episode,) = store.episodes(run.id)
         steps = store.steps(episode.id)
     assert episode.outcome == "human_favorable" and episode.failed_actions == 1
     assert [(s.action_raw, s.accepted, s.player) for s in steps] == [
-        ("xyzzy", False, "human:ana"), ("open valve", True, "human:ana"), ("pull lever", True, "human:ana")
+        ("xyzzy", False, "human:ana"),
+        ("open valve", True, "human:ana"),
+        ("pull lever", True, "human:ana"),
     ]
