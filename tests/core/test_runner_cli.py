@@ -228,9 +228,12 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(paperlike_root: Path, t
             "6",
         )
     )
-    key = lambda d: sorted(
-        (e["scenario_id"], e["outcome"], e["turns"], e["failed_actions"]) for e in d["episodes"]
-    )  # noqa: E731
+
+    def key(d: dict) -> list:
+        return sorted(
+            (e["scenario_id"], e["outcome"], e["turns"], e["failed_actions"]) for e in d["episodes"]
+        )
+
     assert key(data) == key(clean)
 
 
