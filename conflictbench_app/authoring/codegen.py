@@ -37,7 +37,8 @@ def generate_source(spec: ScenarioSpec) -> str:
 def _header(spec: ScenarioSpec) -> str:
     return "\n".join(
         [
-            f'"{spec.id} {_i7_title(spec.title)}" by "{AUTHOR}"',
+            # The id alone: a bibliographic title cannot hold substitutions, and the banner is not printed anyway.
+            f'"{spec.id}" by "{AUTHOR}"',
             "",
             f"[Generated from scenarios/{spec.id}/scenario.yaml by conflictbench_app.authoring (generator "
             f"v{GENERATOR_VERSION}). Do not edit: edit the spec and run `conflictbench scenarios build`.]",
@@ -46,11 +47,6 @@ def _header(spec: ScenarioSpec) -> str:
             "Use no scoring.",
         ]
     )
-
-
-def _i7_title(title: str) -> str:
-    # Titles are validated free of quotes and brackets; only Inform's apostrophe rule needs care.
-    return title.replace("'", "[apostrophe]")
 
 
 def _i7_world(spec: ScenarioSpec) -> str:
