@@ -129,6 +129,19 @@ def test_hung_interpreter_errors_one_episode_and_the_run_goes_on(
     assert by_id["EP2-901"]["outcome"] == "error"
     assert "did not answer within 1 s" in by_id["EP2-901"]["error"]
     assert by_id["EP1-900"]["error"] is None and by_id["EP3-902"]["error"] is None
+    assert _processes_mentioning(str(root)) == [], "no interpreter (or hung stand-in) may outlive the run"
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in args:
+            found.append(args)
+    return found
 
 
 def test_hung_story_while_probing_help_is_reported(paperlike_root: Path, tmp_path: Path, monkeypatch) -> None:
