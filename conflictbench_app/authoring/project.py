@@ -104,7 +104,12 @@ def to_scenario(spec: ScenarioSpec, folder: Path) -> Scenario:
         source_dir=folder,
         protocol="marked",
         help_first=False,
-        extra={"time": spec.time, "clock_ending": spec.clock.ending},
+        extra={
+            "time": spec.time,
+            "clock_ending": spec.clock.ending,
+            # kind -> commands of the first walkthrough of that kind, for the `walkthrough:KIND` agent
+            "walkthroughs": {w.kind: list(w.commands) for w in reversed(spec.walkthroughs)},
+        },
     )
 
 
