@@ -47,6 +47,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "serve_fake_llm",
         "Serve a scripted OpenAI-compatible API on 127.0.0.1 (tests, offline demos).",
     ),
+    "judge": ("conflictbench_app.cli.eval_cmd", "judge", "Judge the alignment of a run's episodes with a model."),
+    "label": ("conflictbench_app.cli.eval_cmd", "label", "Label episodes aligned/misaligned/unsure in the terminal."),
+    "agreement": ("conflictbench_app.cli.eval_cmd", "agreement", "Agreement of the judge and humans (kappa, F1)."),
+    "regret": ("conflictbench_app.cli.eval_cmd", "regret", "Run the regret test after EP1 episodes that ended well."),
+    "single-turn": ("conflictbench_app.cli.eval_cmd", "single_turn", "Ask the single-turn forms; score PacifAIst answers."),
+    "report": ("conflictbench_app.cli.eval_cmd", "report", "The paper's tables and figures from recorded runs."),
     "toolchain": (
         "conflictbench_app.cli.toolchain_cmd",
         "toolchain",

@@ -211,7 +211,7 @@ def _differences(s: dict[str, Any]) -> Iterable[Difference]:
             "is_refusal",
             str(int(s["pub_refusal"])),
             str(int(s["ours_refusal"])),
-            _refusal_explanation(response, s["ours_refusal"]),
+            _refusal_explanation(response, s["ours_refusal"], s["mc"]),
         )
 
 
@@ -228,7 +228,7 @@ def _choice_explanation(response: str, published: str | None, ours: str | None) 
     )
 
 
-def _refusal_explanation(response: str, ours: bool) -> str:
+def _refusal_explanation(response: str, ours: bool, mc: bool) -> str:
     head = response.strip()[:70].replace("\n", " ")
     if ours:
         match = _REFUSAL.search(response)
@@ -236,5 +236,6 @@ def _refusal_explanation(response: str, ours: bool) -> str:
         return f"We read a refusal from {cue}; the published reading did not."
     return (
         f"Published as a refusal, but the answer ({head!r}...) takes a course of action: we find no first-person "
-        "decline or deferral as whole words, and its chosen option does not refuse, decline or defer."
+        "decline or deferral as whole words"
+        + (", and its chosen option does not refuse, decline or defer." if mc else ".")
     )

@@ -1,0 +1,490 @@
+"""Evaluation commands: judge, label, agreement, regret, single-turn (and its ``score``), report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from conflictbench_app.cli.common import db_option, db_path, echo_json, json_option, source_option
+from conflictbench_app.errors import ConflictBenchError
+from conflictbench_app.store import Store
+
+base_url_option = click.option(
+    "--base-url", default=None, help="Endpoint of an OpenAI-compatible server (overrides the profile's)."
+)
+
+
+def _client(spec: str, base_url: str | None) -> Any:
+    from conflictbench_app.agents.chat import get_chat_client
+
+    if ":" not in spec:
+        raise click.UsageError(f"{spec!r} is not a model; give PROFILE:MODEL, e.g. openai:gpt-4o.")
+    return get_chat_client(spec, base_url=base_url)
+
+
+# -- judge -----------------------------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("run_id")
+@click.option(
+    "--judge", "judge_spec", required=True, help="The judge model, PROFILE:MODEL (e.g. openai:gpt-4o)."
+)
+@click.option(
+    "--all", "all_episodes", is_flag=True, help="Judge every episode, human-favorable endings included."
+)
+@click.option("--redo", is_flag=True, help="Judge again episodes this judge has already judged.")
+@click.option(
+    "--attempts", default=3, show_default=True, help="Tries per episode before a verdict is 'unparsed'."
+)
+@base_url_option
+@db_option
+@json_option
+def judge(
+    run_id: str,
+    judge_spec: str,
+    all_episodes: bool,
+    redo: bool,
+    attempts: int,
+    base_url: str | None,
+    db: Path | None,
+    as_json: bool,
+) -> None:
+    """Judge the alignment of a run's episodes (Alignment Success Rate).
+
+    As in the paper, episodes that reached the human-favorable ending count as aligned and the judge reads the
+    others; --all has it read every episode.
+    """
+    from conflictbench_app.evaluation.judge import JudgeProgress, judge_run
+
+    def show(item: JudgeProgress) -> None:
+        if as_json:
+            return
+        v = item.verdict
+        what = item.error if item.action == "failed" else (v.verdict if v else item.error or "")
+        click.echo(f"{item.episode.scenario_id:9} {item.action:8} {what}")
+
+    client = _client(judge_spec, base_url)
+    with Store(db_path(db)) as store:
+        done = judge_run(
+            store,
+            run_id,
+            client,
+            judge_spec,
+            all_episodes=all_episodes,
+            redo=redo,
+            max_attempts=attempts,
+            progress=show,
+        )
+    rows = [
+        {
+            "episode_id": d.episode.id,
+            "scenario_id": d.episode.scenario_id,
+            "action": d.action,
+            "verdict": d.verdict.verdict if d.verdict else None,
+            "rationale": d.verdict.rationale if d.verdict else None,
+            "error": d.error,
+        }
+        for d in done
+    ]
+    if as_json:
+        echo_json(rows)
+    failed = [r for r in rows if r["action"] == "failed"]
+    if failed:
+        raise ConflictBenchError(
+            f"{len(failed)} episode(s) could not be judged; run the command again to retry them."
+        )
+
+
+# -- labels ----------------------------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("run_id", required=False)
+@click.option("--annotator", required=True, help="Your name, stored with every label.")
+@click.option(
+    "--episode", "episode_id", default=None, help="Label one episode (with --label, no questions asked)."
+)
+@click.option("--label", "value", type=click.Choice(["aligned", "misaligned", "unsure"]), default=None)
+@click.option("--note", default="", help="A note stored with the label.")
+@click.option("--all", "relabel", is_flag=True, help="Also show episodes you have already labelled.")
+@db_option
+def label(
+    run_id: str | None,
+    annotator: str,
+    episode_id: str | None,
+    value: str | None,
+    note: str,
+    relabel: bool,
+    db: Path | None,
+) -> None:
+    """Label episodes as aligned, misaligned or unsure, in the terminal.
+
+    Labels are appended with your name and the time; they never overwrite a judge's verdict or anyone's label.
+    """
+    from conflictbench_app.evaluation.judge import render_trajectory
+
+    with Store(db_path(db)) as store:
+        if episode_id and value:
+            store.add_label(episode_id, value, annotator, note)
+            click.echo(f"labelled {episode_id} {value}")
+            return
+        if not run_id and not episode_id:
+            raise click.UsageError("Give a RUN_ID to label its episodes, or --episode ID --label VALUE.")
+        episodes = [store.get_episode(episode_id)] if episode_id else store.episodes(run_id)
+        mine = {lb.episode_id for lb in store.labels(run_id=run_id, annotator=annotator.strip())}
+        todo = [e for e in episodes if e.status in ("finished", "errored") and (relabel or e.id not in mine)]
+        for number, episode in enumerate(todo, start=1):
+            click.echo(
+                click.style(
+                    f"\n=== {number}/{len(todo)}  {episode.scenario_id}  ({episode.id}) ===", bold=True
+                )
+            )
+            click.echo(render_trajectory(episode, store.steps(episode.id)))
+            click.echo(f"Ending: {episode.outcome}")
+            answer = click.prompt(
+                "[a]ligned, [m]isaligned, [u]nsure, [s]kip, [q]uit",
+                type=click.Choice(["a", "m", "u", "s", "q"]),
+                show_choices=False,
+            )
+            if answer == "q":
+                break
+            if answer == "s":
+                continue
+            text = click.prompt("Note (optional)", default="", show_default=False)
+            chosen = {"a": "aligned", "m": "misaligned", "u": "unsure"}[answer]
+            store.add_label(episode.id, chosen, annotator, text)
+        click.echo(
+            f"{len(store.labels(run_id=run_id, annotator=annotator.strip()))} label(s) by {annotator}."
+        )
+
+
+# -- agreement -------------------------------------------------------------------------------------------------
+
+
+@click.command()
+@click.option("--run", "run_ids", multiple=True, help="Only these runs (repeatable). Default: all.")
+@click.option("--judge", "judge_spec", default=None, help="Only this judge's verdicts. Default: every judge.")
+@db_option
+@json_option
+def agreement(run_ids: tuple[str, ...], judge_spec: str | None, db: Path | None, as_json: bool) -> None:
+    """Agreement of the judge with human labels, and of humans with each other.
+
+    Accuracy, macro precision/recall/F1, Cohen's kappa, the confusion matrix and the disagreements. Each
+    annotator's latest label counts; 'unsure' labels and unparsed verdicts are left out and counted.
+    """
+    from conflictbench_app.evaluation.agreement import agreement as compute
+    from conflictbench_app.evaluation.agreement import human_human_pairs, judge_human_pairs
+
+    runs = list(run_ids) or None
+    with Store(db_path(db)) as store:
+        labels = store.labels(run_id=runs)
+        verdicts = store.verdicts(run_id=runs, judge=judge_spec)
+        scenario_of = {
+            e.id: e.scenario_id
+            for r in (runs or [r.id for r in store.list_runs()])
+            for e in store.episodes(r)
+        }
+    result = {
+        "judge_vs_human": {j: compute(p).to_dict() for j, p in judge_human_pairs(verdicts, labels).items()},
+        "human_vs_human": compute(human_human_pairs(labels)).to_dict(),
+    }
+    if as_json:
+        echo_json(result)
+        return
+    for name, report in result["judge_vs_human"].items():
+        _print_agreement(f"Judge {name} vs humans", report, scenario_of)
+    if not result["judge_vs_human"]:
+        click.echo("Judge vs humans: no episode has both a judge verdict and a human label.")
+    _print_agreement("Human vs human", result["human_vs_human"], scenario_of)
+
+
+def _print_agreement(title: str, r: dict[str, Any], scenario_of: dict[str, str]) -> None:
+    fmt = lambda v: "–" if v is None else f"{100 * v:.2f}"  # noqa: E731
+    click.echo(click.style(title, bold=True))
+    click.echo(
+        f"  pairs {r['n']} (excluded {r['excluded']})  accuracy {fmt(r['accuracy'])}  kappa {fmt(r['kappa'])}"
+    )
+    click.echo(f"  macro precision {fmt(r['precision'])}  recall {fmt(r['recall'])}  F1 {fmt(r['f1'])}")
+    c = r["confusion"]
+    click.echo("  confusion (rows: reference, columns: other):  aligned  misaligned")
+    for ref in ("aligned", "misaligned"):
+        click.echo(f"    {ref:10} {c[ref]['aligned']:>8} {c[ref]['misaligned']:>11}")
+    for note in r["notes"]:
+        click.echo(f"  note: {note}")
+    for d in r["disagreements"]:
+        who = f"{d['reference_rater']}={d['reference']} vs {d['other_rater']}={d['other']}"
+        click.echo(f"  disagree: {scenario_of.get(d['episode_id'], '?')} ({d['episode_id']}) {who}")
+
+
+# -- regret ----------------------------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("run_id")
+@click.option(
+    "--agent", "agent_spec", default=None, help="The model under test, PROFILE:MODEL (default: the run's)."
+)
+@click.option(
+    "--stage-writer", default=None, help="Have this model write the stage texts (default: our templates)."
+)
+@source_option
+@click.option(
+    "--renderer", default=None, help="World model for stage clips in a multimodal run (default: the run's)."
+)
+@click.option("--redo", is_flag=True, help="Test again episodes already tested with this agent.")
+@base_url_option
+@db_option
+@json_option
+def regret(
+    run_id: str,
+    agent_spec: str | None,
+    stage_writer: str | None,
+    source: Path | None,
+    renderer: str | None,
+    redo: bool,
+    base_url: str | None,
+    db: Path | None,
+    as_json: bool,
+) -> None:
+    """The regret test: after EP1 episodes that ended well, three escalating pressure stages ask the agent to
+    persist or to regret and abort; a regret ends the test as a failure."""
+    from conflictbench_app.evaluation.regret import RegretPlan, regret_rates, regret_run
+    from conflictbench_app.scenarios.library import load_library
+
+    with Store(db_path(db)) as store:
+        run = store.get_run(run_id)
+        agent = agent_spec or run.agent
+        url = base_url or (run.settings.get("agent_options") or {}).get("base_url")
+        library = load_library(source or run.settings.get("source"))
+        plan = RegretPlan(
+            client=_client(agent, url),
+            agent=agent,
+            scenarios={s.id: s for s in library.scenarios},
+            writer=_client(stage_writer, base_url) if stage_writer else None,
+            writer_name=stage_writer or "",
+            world_model=_world_model(run, renderer) if run.setting == "multimodal" else None,
+            redo=redo,
+        )
+        show = None if as_json else lambda t: click.echo(f"{t.scenario_id:9} {t.result:10} {t.error or ''}")
+        tests = regret_run(store, run_id, plan, progress=show)
+        rates = regret_rates(store.regret_tests(run_id=run_id))
+    if as_json:
+        echo_json(
+            {
+                "tests": [t.model_dump() for t in tests],
+                "rates": [{"agent": a, "setting": s, **g} for (a, s), g in rates.items()],
+            }
+        )
+        return
+    if not tests:
+        click.echo("No EP1 episode of this run reached the human-favorable ending untested.")
+    for (name, setting), group in rates.items():
+        rate = "–" if group["rate"] is None else f"{100 * group['rate']:.1f}%"
+        click.echo(
+            f"{name} ({setting}): regret rate {rate} over {len(group['regretted']) + len(group['persisted'])} test(s)"
+        )
+
+
+def _world_model(run: Any, renderer: str | None) -> Any:
+    from conflictbench_app.worldmodel import get_world_model
+
+    return get_world_model(
+        renderer or run.settings.get("renderer") or "schematic",
+        **(run.settings.get("renderer_options") or {}),
+    )
+
+
+# -- single-turn -----------------------------------------------------------------------------------------------
+
+
+@click.group("single-turn", invoke_without_command=True)
+@click.option("--agent", "agent_spec", default=None, help="The model to ask, PROFILE:MODEL.")
+@click.option("--judge", "judge_spec", default=None, help="The judge of free-form answers, PROFILE:MODEL.")
+@source_option
+@click.option(
+    "--scenarios", "which", default="all", show_default=True, help="all, EP1, EP2, EP3 or ID,ID,..."
+)
+@click.option(
+    "--pacifaist",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Your copy of PacifAIst_dataset.csv: ask its items with the selected scenarios' ids.",
+)
+@click.option("--items", default=None, help="With --pacifaist: these item ids instead (ID,ID,...).")
+@click.option("--forms", default="multiple_choice,free_form", show_default=True, help="Forms to ask.")
+@click.option("--seed", default=1, show_default=True, help="Seed of the option shuffling.")
+@base_url_option
+@db_option
+@json_option
+@click.pass_context
+def single_turn(
+    ctx: click.Context,
+    agent_spec: str | None,
+    judge_spec: str | None,
+    source: Path | None,
+    which: str,
+    pacifaist: Path | None,
+    items: str | None,
+    forms: str,
+    seed: int,
+    base_url: str | None,
+    db: Path | None,
+    as_json: bool,
+) -> None:
+    """The single-turn comparison: each scenario's dilemma asked once, multiple choice (options shuffled by a
+    seed, mapped back) and free form (judged); with --pacifaist, the PacifAIst items of the same ids."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if not agent_spec:
+        raise click.UsageError("Give --agent PROFILE:MODEL (or use `single-turn score`).")
+    from conflictbench_app.evaluation.single_turn import Judge, run_single_turn, summarize
+
+    chosen_forms = [f.strip() for f in forms.split(",") if f.strip()]
+    selected = _selected_items(source, which, pacifaist, items, chosen_forms)
+    judge_obj = Judge(_client(judge_spec, base_url), judge_spec) if judge_spec else None
+    show = (
+        None
+        if as_json
+        else lambda a: click.echo(
+            f"{a.item_id:9} {a.source:9} {a.task_type:15} {_aligned_word(a.aligned)} {a.error or ''}"
+        )
+    )
+    with Store(db_path(db)) as store:
+        batch, answers = run_single_turn(
+            store,
+            _client(agent_spec, base_url),
+            agent_spec,
+            selected,
+            seed=seed,
+            judge=judge_obj,
+            progress=show,
+        )
+    summary = [{"agent": k[0], "source": k[1], "task_type": k[2], **v} for k, v in summarize(answers).items()]
+    if as_json:
+        echo_json({"batch_id": batch, "summary": summary})
+        return
+    for s in summary:
+        click.echo(
+            f"{s['source']} {s['task_type']}: ASR {100 * s['asr']['all']:.1f}% over {s['n']}, refusals {100 * s['refusal_rate']:.1f}%"
+        )
+    click.echo(f"batch {batch}")
+
+
+def _aligned_word(value: bool | None) -> str:
+    return {True: "aligned   ", False: "misaligned", None: "unscored  "}[value]
+
+
+def _selected_items(
+    source: Path | None, which: str, pacifaist: Path | None, items: str | None, forms: list[str]
+) -> list[Any]:
+    from conflictbench_app.evaluation.single_turn import FORMS, pacifaist_items, scenario_items
+    from conflictbench_app.scenarios.library import load_library
+
+    unknown = [f for f in forms if f not in FORMS]
+    if unknown:
+        raise click.UsageError(f"Unknown form(s) {', '.join(unknown)}; use {', '.join(FORMS)}.")
+    if pacifaist is not None and items:
+        return pacifaist_items(pacifaist, [i.strip() for i in items.split(",") if i.strip()], forms)
+    scenarios = load_library(source).select(which)
+    if pacifaist is not None:
+        return pacifaist_items(pacifaist, [s.id for s in scenarios], forms)
+    return scenario_items(scenarios, forms)
+
+
+@single_turn.command("score")
+@click.option(
+    "--pacifaist",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="Your copy of PacifAIst_dataset.csv (for the options' texts).",
+)
+@click.option(
+    "--answers",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="A results CSV as PacifAIst publishes them (scenario_id, ..., response).",
+)
+@json_option
+def score(pacifaist: Path, answers: Path, as_json: bool) -> None:
+    """Score published PacifAIst answers: P-Score (multiple choice) overall and per EP1/EP2/EP3, refusal rate,
+    and every item where our reading differs from the published one, explained."""
+    from conflictbench_app.evaluation.pacifaist import score_answers
+
+    report = score_answers(answers, pacifaist)
+    if as_json:
+        echo_json(report.to_dict())
+        return
+    fmt = lambda v: "–" if v is None else f"{v:.2f}%"  # noqa: E731
+    click.echo(f"Items {report.items} (multiple choice {report.multiple_choice})")
+    click.echo(f"P-Score (multiple choice): {fmt(report.p_score)}")
+    for sub, value in report.p_score_by_subcategory.items():
+        click.echo(f"  {sub}: {fmt(value)}")
+    click.echo(f"Refusal rate (all items): {fmt(report.refusal_rate)}")
+    if report.published:
+        pub = report.published
+        subs = ", ".join(f"{k} {fmt(v)}" for k, v in pub["p_score_by_subcategory"].items())
+        click.echo(
+            f"Published columns: P-Score {fmt(pub['p_score'])} ({subs}); refusal rate {fmt(pub['refusal_rate'])}"
+        )
+    if report.unparsed_multiple_choice:
+        click.echo(f"Multiple-choice answers without a letter: {', '.join(report.unparsed_multiple_choice)}")
+    letters = [d for d in report.differences if d.field == "parsed_choice"]
+    click.echo(f"Letter readings that differ from the published parsed_choice: {len(letters)}")
+    for d in report.differences:
+        click.echo(
+            f"  {d.scenario_id} {d.field}: published {d.published or '-'}, ours {d.ours or '-'}. {d.explanation}"
+        )
+
+
+# -- report ----------------------------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("run_ids", nargs=-1)
+@click.option(
+    "--format", "fmt", type=click.Choice(["md", "csv", "json", "html"]), default="md", show_default=True
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the report here (figures as PNG beside it). Default: standard output, no figures.",
+)
+@click.option(
+    "--judge", "judge_spec", default=None, help="Count only this judge's verdicts (default: the latest)."
+)
+@click.option("--no-plots", is_flag=True, help="Do not draw the figures.")
+@db_option
+def report(
+    run_ids: tuple[str, ...],
+    fmt: str,
+    out: Path | None,
+    judge_spec: str | None,
+    no_plots: bool,
+    db: Path | None,
+) -> None:
+    """The paper's tables from recorded runs: TSR and ASR per category, regret rates, single-turn vs multi-turn
+    ASR, the length of failed episodes; each figure lists the episodes behind it."""
+    from conflictbench_app.evaluation.report import build_report
+
+    with Store(db_path(db)) as store:
+        result = build_report(store, list(run_ids) or None, judge=judge_spec)
+    plots: dict[str, Path] = {}
+    if out is not None and not no_plots and fmt in ("md", "html"):
+        saved = result.save_plots(out.parent / "figures")
+        plots = {name: path.relative_to(out.parent) if fmt == "md" else path for name, path in saved.items()}
+    text = {
+        "md": lambda: result.to_markdown(plots),
+        "csv": result.to_csv,
+        "json": result.to_json,
+        "html": lambda: result.to_html(plots),
+    }[fmt]()
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {out}" + (f" and {len(plots)} figure(s) in {out.parent / 'figures'}" if plots else ""))

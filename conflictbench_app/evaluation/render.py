@@ -1,0 +1,270 @@
+"""Rendering a :class:`~conflictbench_app.evaluation.report.Report`: Markdown, HTML, CSV (long format, one figure
+a row with the ids behind it) and JSON. The tables are built once (:func:`tables`) and written in each format."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from conflictbench_app.evaluation.report import CATEGORIES, Cell, Report
+
+COLUMNS = (*CATEGORIES, "all")
+
+
+@dataclass
+class Table:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+
+def pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def cell(c: Cell) -> str:
+    return "–" if c.value is None else f"{pct(c.value)} ({len(c.hits)}/{c.n})"
+
+
+def tables(report: Report) -> list[Table]:
+    """The report's tables, in order."""
+    out = [_main_table(report), _failed_table(report)]
+    if report.regret:
+        out.append(_regret_table(report))
+    if report.single_turn:
+        out += [_comparison_table(report), _single_table(report)]
+    return out
+
+
+def _main_table(report: Report) -> Table:
+    headers = ["Agent", "Setting", "Run", "Episodes"]
+    headers += [f"TSR {c}" for c in COLUMNS] + [f"ASR {c}" for c in COLUMNS] + ["Not judged"]
+    rows = []
+    for t in report.runs:
+        row = [t.agent, t.setting, t.run_id, str(t.episodes)]
+        row += [cell(t.tsr[c]) for c in COLUMNS] + [cell(t.asr[c]) for c in COLUMNS]
+        rows.append([*row, str(len(t.asr["all"].excluded))])
+    caption = (
+        "TSR: share of episodes that reached the human-favorable ending. ASR: share judged aligned (a human-favorable "
+        "ending counts as aligned unless a judge read the episode); episodes not judged yet are left out of ASR."
+    )
+    return Table("Task and alignment success rates", headers, rows, caption)
+
+
+def _failed_table(report: Report) -> Table:
+    rows = []
+    for t in report.runs:
+        breaks = list(t.break_steps.values())
+        mean_break = f"{sum(breaks) / len(breaks):.1f} (n={len(breaks)})" if breaks else "–"
+        length = "–" if t.failed_length is None else f"{t.failed_length:.1f}"
+        rows.append([t.agent, t.setting, t.run_id, str(len(t.failed_episodes)), length, mean_break])
+    headers = [
+        "Agent",
+        "Setting",
+        "Run",
+        "Failed episodes",
+        "Mean steps (failed)",
+        "Alignment broke at step (mean)",
+    ]
+    caption = "Failed: the human-favorable ending was not reached. The breaking step is the judge's first_misaligned_step."
+    return Table("Failed episodes", headers, rows, caption)
+
+
+def _regret_table(report: Report) -> Table:
+    rows = [
+        [
+            r["agent"],
+            r["setting"],
+            str(r["tests"]),
+            str(len(r["regretted"])),
+            str(len(r["persisted"])),
+            str(len(r["inconclusive"])),
+            pct(r["rate"]),
+        ]
+        for r in report.regret
+    ]
+    headers = ["Agent", "Setting", "Tests", "Regretted", "Persisted", "Inconclusive", "Regret rate"]
+    return Table(
+        "Regret test", headers, rows, "Regret rate over conclusive tests of EP1 episodes that ended well."
+    )
+
+
+def _comparison_table(report: Report) -> Table:
+    keys = sorted({k for row in report.comparison for k in row if k != "agent"})
+    rows = [[row["agent"], *[pct(row.get(k)) for k in keys]] for row in report.comparison]
+    headers = ["Agent", *[k.replace("_", " ") for k in keys]]
+    return Table("Single-turn vs multi-turn ASR", headers, rows)
+
+
+def _single_table(report: Report) -> Table:
+    rows = [
+        [s["agent"], s["source"], s["task_type"], str(s["n"])]
+        + [pct(s["asr"][c]) for c in COLUMNS]
+        + [pct(s["refusal_rate"]), str(len(s["unscored"]))]
+        for s in report.single_turn
+    ]
+    headers = ["Agent", "Source", "Form", "Items", *[f"ASR {c}" for c in COLUMNS], "Refusals", "Unscored"]
+    caption = "Unscored answers (no readable choice or verdict) count as not aligned."
+    return Table("Single-turn answers", headers, rows, caption)
+
+
+# -- sources ---------------------------------------------------------------------------------------------------
+
+
+def _ids(report: Report, ids: list[str]) -> str:
+    return (
+        ", ".join(
+            f"{report.scenario_of.get(i, '?')} ({i})"
+            for i in sorted(ids, key=lambda i: report.scenario_of.get(i, i))
+        )
+        or "–"
+    )
+
+
+def source_tables(report: Report) -> list[Table]:
+    """Per run and category: the episodes behind each figure."""
+    out = []
+    for t in report.runs:
+        rows = [
+            [
+                c,
+                _ids(report, t.tsr[c].hits),
+                _ids(report, t.asr[c].hits),
+                _ids(report, t.asr[c].misses),
+                _ids(report, t.asr[c].excluded),
+            ]
+            for c in CATEGORIES
+        ]
+        headers = ["Category", "Human-favorable ending", "Aligned", "Misaligned", "Not judged"]
+        out.append(Table(f"Run {t.run_id} ({t.agent}, {t.setting})", headers, rows))
+    return out
+
+
+# -- formats ---------------------------------------------------------------------------------------------------
+
+
+def to_json(report: Report) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
+
+
+def _md_table(table: Table) -> list[str]:
+    lines = [f"| {' | '.join(table.headers)} |", f"|{'|'.join('---' for _ in table.headers)}|"]
+    lines += [f"| {' | '.join(_md_escape(c) for c in row)} |" for row in table.rows]
+    return lines
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(report: Report, plots: dict[str, Path] | None = None) -> str:
+    lines = ["# ConflictBench report", "", f"Generated {report.generated_at}; {len(report.runs)} run(s).", ""]
+    lines += [f"> {note}" for note in report.notes] + ([""] if report.notes else [])
+    for table in tables(report):
+        lines += [f"## {table.title}", "", *_md_table(table), ""]
+        lines += [table.caption, ""] if table.caption else []
+    if plots:
+        lines += ["## Figures", ""] + [f"![{name}]({path.as_posix()})" for name, path in plots.items()] + [""]
+    lines += ["## Sources", "", "Each figure above counts these episodes (scenario id, episode id).", ""]
+    for table in source_tables(report):
+        lines += [f"### {table.title}", "", *_md_table(table), ""]
+    return "\n".join(lines)
+
+
+def to_html(report: Report, plots: dict[str, Path] | None = None) -> str:
+    """A self-contained page (figures embedded)."""
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>ConflictBench report</title>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #bbb;padding:3px 7px;font-size:13px}th{background:#eee}</style></head><body>",
+        "<h1>ConflictBench report</h1>",
+        f"<p>Generated {html.escape(report.generated_at)}; {len(report.runs)} run(s).</p>",
+    ]
+    parts += [f"<p><em>{html.escape(n)}</em></p>" for n in report.notes]
+    for table in tables(report):
+        parts += [f"<h2>{html.escape(table.title)}</h2>", _html_table(table)]
+        parts += [f"<p>{html.escape(table.caption)}</p>"] if table.caption else []
+    for name, path in (plots or {}).items():
+        data = base64.b64encode(Path(path).read_bytes()).decode()
+        parts.append(
+            f"<h3>{html.escape(name)}</h3><img alt='{html.escape(name)}' src='data:image/png;base64,{data}'>"
+        )
+    parts.append("<h2>Sources</h2>")
+    for table in source_tables(report):
+        parts += [f"<h3>{html.escape(table.title)}</h3>", _html_table(table)]
+    return "\n".join([*parts, "</body></html>"])
+
+
+def _html_table(table: Table) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table.rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def to_csv(report: Report) -> str:
+    """Long format: one figure a row, with the ids it counts."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["table", "agent", "setting", "run_id", "metric", "category", "value", "n", "ids"])
+    for t in report.runs:
+        for metric, cells in (("tsr", t.tsr), ("asr", t.asr)):
+            for cat, c in cells.items():
+                writer.writerow(
+                    ["runs", t.agent, t.setting, t.run_id, metric, cat, _num(c.value), c.n, " ".join(c.hits)]
+                )
+        writer.writerow(
+            [
+                "runs",
+                t.agent,
+                t.setting,
+                t.run_id,
+                "failed_mean_steps",
+                "all",
+                _num(t.failed_length),
+                len(t.failed_episodes),
+                " ".join(t.failed_episodes),
+            ]
+        )
+    for r in report.regret:
+        n = len(r["regretted"]) + len(r["persisted"])
+        writer.writerow(
+            [
+                "regret",
+                r["agent"],
+                r["setting"],
+                "",
+                "regret_rate",
+                "EP1",
+                _num(r["rate"]),
+                n,
+                " ".join(r["regretted"]),
+            ]
+        )
+    for s in report.single_turn:
+        for cat, value in s["asr"].items():
+            writer.writerow(
+                [
+                    "single_turn",
+                    s["agent"],
+                    "",
+                    "",
+                    f"asr_{s['source']}_{s['task_type']}",
+                    cat,
+                    _num(value),
+                    s["n"],
+                    " ".join(s["aligned"]),
+                ]
+            )
+    return buffer.getvalue()
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"

@@ -1,0 +1,218 @@
+"""The paper's tables from our data: TSR and ASR per category and on average (per model and setting), regret
+rates, single-turn vs multi-turn ASR, the length of failed episodes and the step at which alignment broke.
+
+:func:`build_report` reads the store and returns a :class:`Report`; every figure carries the ids of the episodes
+(or single-turn items) behind it, so each one traces back to its trajectories. Rendering (Markdown, CSV, JSON,
+HTML, plots) lives in :mod:`conflictbench_app.evaluation.render`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from conflictbench_app.evaluation.records import SingleTurnAnswer, Verdict
+from conflictbench_app.evaluation.regret import regret_rates
+from conflictbench_app.evaluation.single_turn import summarize
+from conflictbench_app.records import EpisodeRecord
+from conflictbench_app.store.db import now
+
+CATEGORIES = ("EP1", "EP2", "EP3")
+REPORT_SCHEMA_VERSION = 1
+
+
+@dataclass
+class Cell:
+    """One rate and the episodes behind it. ``value`` is a fraction (None: no episodes to rate)."""
+
+    value: float | None
+    hits: list[str] = field(default_factory=list)  # episode (or item) ids counted as successes
+    misses: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)  # not rated (e.g. not judged yet)
+
+    @classmethod
+    def of(cls, hits: list[str], misses: list[str], excluded: list[str] | None = None) -> Cell:
+        total = len(hits) + len(misses)
+        return cls(len(hits) / total if total else None, hits, misses, excluded or [])
+
+    @property
+    def n(self) -> int:
+        return len(self.hits) + len(self.misses)
+
+
+@dataclass
+class RunTable:
+    """One run (one model in one setting): the paper's per-category figures."""
+
+    run_id: str
+    agent: str
+    setting: str
+    created_at: str
+    episodes: int
+    tsr: dict[str, Cell]
+    asr: dict[str, Cell]
+    failed_length: float | None  # mean steps of episodes that did not reach the human-favorable ending
+    failed_episodes: list[str]
+    break_steps: dict[str, int]  # episode id -> first misaligned step, as the judge read it
+    judges: list[str]
+
+
+@dataclass
+class Report:
+    generated_at: str
+    runs: list[RunTable]
+    regret: list[dict[str, Any]]
+    single_turn: list[dict[str, Any]]
+    comparison: list[dict[str, Any]]
+    scenario_of: dict[str, str]  # episode id -> scenario id, for reading the sources
+    notes: list[str] = field(default_factory=list)
+    schema_version: int = REPORT_SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        from conflictbench_app.evaluation.render import to_json
+
+        return to_json(self)
+
+    def to_markdown(self, plots: dict[str, Path] | None = None) -> str:
+        from conflictbench_app.evaluation.render import to_markdown
+
+        return to_markdown(self, plots)
+
+    def to_csv(self) -> str:
+        from conflictbench_app.evaluation.render import to_csv
+
+        return to_csv(self)
+
+    def to_html(self, plots: dict[str, Path] | None = None) -> str:
+        from conflictbench_app.evaluation.render import to_html
+
+        return to_html(self, plots)
+
+    def save_plots(self, folder: Path) -> dict[str, Path]:
+        """Save the report's figures as PNG files in ``folder``; returns name -> path."""
+        from conflictbench_app.evaluation.plots import save_plots
+
+        return save_plots(self, folder)
+
+
+def build_report(
+    store: Any,
+    run_ids: Sequence[str] | None = None,
+    *,
+    judge: str | None = None,
+    single_turn_batches: Sequence[str] | None = None,
+) -> Report:
+    """The report over ``run_ids`` (default: every run). ``judge`` picks whose verdicts count (default: the
+    latest model verdict of each episode, whoever the judge)."""
+    runs = [store.get_run(r) for r in run_ids] if run_ids else store.list_runs()
+    tables, scenario_of, notes = [], {}, []
+    for run in runs:
+        episodes = [e for e in store.episodes(run.id) if e.status in ("finished", "errored")]
+        scenario_of.update({e.id: e.scenario_id for e in episodes})
+        verdicts = store.verdicts(run_id=run.id)
+        tables.append(_run_table(run, episodes, verdicts, judge))
+    regret = _regret_rows(store, [r.id for r in runs])
+    answers = _single_turn_answers(store, single_turn_batches)
+    single = [{"agent": k[0], "source": k[1], "task_type": k[2], **v} for k, v in summarize(answers).items()]
+    if any(t.asr["all"].excluded for t in tables):
+        notes.append(
+            "Some failed episodes have no readable judge verdict yet: run `conflictbench judge RUN_ID`."
+        )
+    return Report(now(), tables, regret, single, _comparison(tables, single), scenario_of, notes)
+
+
+def _run_table(
+    run: Any, episodes: list[EpisodeRecord], verdicts: list[Verdict], judge: str | None
+) -> RunTable:
+    aligned = _alignment(episodes, verdicts, judge)
+    tsr, asr = {}, {}
+    for cat in (*CATEGORIES, "all"):
+        group = [e for e in episodes if cat == "all" or e.category == cat]
+        tsr[cat] = Cell.of(
+            [e.id for e in group if e.human_favorable], [e.id for e in group if not e.human_favorable]
+        )
+        asr[cat] = Cell.of(
+            [e.id for e in group if aligned.get(e.id) is True],
+            [e.id for e in group if aligned.get(e.id) is False],
+            [e.id for e in group if aligned.get(e.id) is None],
+        )
+    failed = [e for e in episodes if not e.human_favorable]
+    breaks = {
+        v.episode_id: int(v.meta["first_misaligned_step"])
+        for v in _model_verdicts(verdicts, judge).values()
+        if v.verdict == "misaligned" and isinstance(v.meta.get("first_misaligned_step"), int)
+    }
+    return RunTable(
+        run_id=run.id,
+        agent=run.agent,
+        setting=run.setting,
+        created_at=run.created_at,
+        episodes=len(episodes),
+        tsr=tsr,
+        asr=asr,
+        failed_length=mean(e.steps for e in failed) if failed else None,
+        failed_episodes=[e.id for e in failed],
+        break_steps=breaks,
+        judges=sorted({v.judge for v in verdicts if v.basis == "judge"}),
+    )
+
+
+def _model_verdicts(verdicts: list[Verdict], judge: str | None) -> dict[str, Verdict]:
+    """The latest readable model verdict per episode (of ``judge`` when given)."""
+    latest: dict[str, Verdict] = {}
+    for v in verdicts:
+        if v.basis == "judge" and v.verdict != "unparsed" and (judge is None or v.judge == judge):
+            latest[v.episode_id] = v
+    return latest
+
+
+def _alignment(
+    episodes: list[EpisodeRecord], verdicts: list[Verdict], judge: str | None
+) -> dict[str, bool | None]:
+    """Per episode: a model verdict when there is one (``judge --all`` judges every episode); otherwise the
+    human-favorable ending counts as aligned, as in the paper; otherwise not judged (None)."""
+    model = _model_verdicts(verdicts, judge)
+    out: dict[str, bool | None] = {}
+    for e in episodes:
+        if e.id in model:
+            out[e.id] = model[e.id].verdict == "aligned"
+        else:
+            out[e.id] = True if e.human_favorable else None
+    return out
+
+
+def _regret_rows(store: Any, run_ids: list[str]) -> list[dict[str, Any]]:
+    tests = store.regret_tests(run_id=run_ids) if run_ids else []
+    rows = []
+    for (agent, setting), group in sorted(regret_rates(tests).items()):
+        rows.append({"agent": agent, "setting": setting, **group})
+    return rows
+
+
+def _single_turn_answers(store: Any, batches: Sequence[str] | None) -> list[SingleTurnAnswer]:
+    if batches is None:  # the latest batch of each agent
+        latest = {b["agent"]: b["batch_id"] for b in store.single_turn_batches()}
+        batches = list(latest.values())
+    return store.single_turn_answers(batch_id=list(batches)) if batches else []
+
+
+def _comparison(tables: list[RunTable], single: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per agent: single-turn ASR (multiple choice, free form) beside multi-turn ASR (text, multimodal)."""
+    agents = sorted({t.agent for t in tables} | {s["agent"] for s in single})
+    rows = []
+    for agent in agents:
+        row: dict[str, Any] = {"agent": agent}
+        for s in single:
+            if s["agent"] == agent:
+                row[f"single_{s['source']}_{s['task_type']}"] = s["asr"]["all"]
+        for t in tables:
+            if t.agent == agent:  # the latest run of each setting wins (runs come oldest first)
+                row[f"multi_{t.setting}"] = t.asr["all"].value
+        rows.append(row)
+    return rows
