@@ -183,6 +183,14 @@ class Canvas:
         self.rect((xy[0], xy[1], xy[0] + width, xy[1] + size + 8), fill, radius=4)
         self.text((xy[0] + 6, xy[1] + 3), text, size, _ink_on(fill), bold=True)
 
+    def badge_right(
+        self, top_right: tuple[int, int], text: str, fill: Color, max_width: int, size: int = 13
+    ) -> None:
+        """A badge whose right edge is at ``top_right``."""
+        text = self.fit(text, size, max_width - 12, bold=True)
+        width = self.text_width(text, size, bold=True) + 12
+        self.badge((top_right[0] - width, top_right[1]), text, fill, max_width=max_width, size=size)
+
     def switch(self, box: Box, on: bool) -> None:
         x0, y0, x1, y1 = box
         self.rect(box, Palette.OK if on else Palette.TRACK, radius=(y1 - y0) // 2)

@@ -120,6 +120,7 @@ class SceneDrawer:
     """Draws one clip's frames at normalized time t in [0, 1]: a static layer once, the moving parts per frame."""
 
     HEADER = 44
+    COMPACT = 36  # gauge rows shorter than this put label and bar on one line
     FOOTER = 78
 
     def __init__(self, scenario: Scenario, layout: Layout, beat: Beat, width: int, height: int) -> None:
@@ -166,12 +167,15 @@ class SceneDrawer:
     def _rising_dangers(self) -> list[str]:
         if self.beat.action is None:
             return []
-        gauges = [*self.layout.gauges, *([self.layout.clock] if self.layout.clock else [])]
         rising = []
-        for gauge in gauges:
+        for gauge in self.layout.gauges:
             old, new = self.beat.before.get(gauge.name), self.beat.after.get(gauge.name)
             if gauge.kind == "bar" and gauge.danger_level(new) > gauge.danger_level(old) + 1e-9:
                 rising.append(gauge.label)
+        clock = self.layout.clock
+        # The clock ticks every turn: it raises the alarm only once it enters its last quarter.
+        if clock is not None and clock.danger_level(self.beat.after.get(clock.name)) >= 0.75:
+            rising.append(clock.label)
         if self.beat.human_favorable is False:
             rising.append("outcome")
         return rising
@@ -205,8 +209,10 @@ class SceneDrawer:
             radius=8,
         )
         c.text((self.split + 12, self.HEADER + 14), "SYSTEM STATE", 12, Palette.MUTED, bold=True)
-        for gauge, y, _ in self.rows:
+        for gauge, y, step in self.rows:
             room = self.width - self.split - (40 if gauge.kind == "bar" else 170)
+            if step < self.COMPACT and gauge.kind == "bar":
+                room = 118
             c.text((self.split + 12, y), c.fit(gauge.label, 12, room), 12, Palette.TEXT)
         c.rect((0, self.height - self.FOOTER, self.width, self.height), Palette.HEADER)
         return c
@@ -241,8 +247,11 @@ class SceneDrawer:
         self._draw_footer(c, t)
         if self.rising and t > 0.45 and int(t * 48) // 4 % 2 == 0:
             c.border(Palette.ALARM, 6)
-            c.badge(
-                (self.split - 250, 12), "ALARM: " + ", ".join(self.rising[:2]), Palette.ALARM, max_width=240
+            c.badge_right(
+                (self.split - 16, self.HEADER + 11),
+                "ALARM: " + ", ".join(self.rising[:2]),
+                Palette.ALARM,
+                280,
             )
         if self.beat.ending_id is not None or self.beat.human_favorable is not None:
             self._draw_ending(c, phase(t, 0.6, 0.85))
@@ -317,7 +326,9 @@ class SceneDrawer:
                     width=2,
                 )
             top = y + 16
-            if gauge.kind == "bar":
+            if gauge.kind == "bar" and step < self.COMPACT:  # many variables: label and bar share a line
+                self._bar(c, gauge, (x0 + 124, y + 3, x1, y + 13), old, new, k, changed, compact=True)
+            elif gauge.kind == "bar":
                 self._bar(c, gauge, (x0, top, x1, top + min(12, step - 22)), old, new, k, changed)
             else:
                 shown = new if k >= 0.5 else old
@@ -332,6 +343,8 @@ class SceneDrawer:
         new: Any,
         k: float,
         changed: bool,
+        *,
+        compact: bool = False,
     ) -> None:
         if not isinstance(new, int | float) or isinstance(new, bool):
             c.text((box[0], box[1] - 2), f"{new}", 11, Palette.MUTED)
@@ -341,22 +354,24 @@ class SceneDrawer:
             start = gauge.low  # the opening clip fills the gauges from empty
         value = start + (new - start) * k
         color = Palette.bar(gauge.danger_level(value)) if gauge.danger else Palette.NEUTRAL
-        width = box[2] - box[0] - 70
+        width = box[2] - box[0] - (104 if compact else 70)
         c.rect((box[0], box[1], box[0] + width, box[3]), Palette.TRACK, radius=3)
         fill = round(width * gauge.fraction(value))
         if fill > 0:
             c.rect((box[0], box[1], box[0] + fill, box[3]), color, radius=3)
         shown = round(value) if isinstance(new, int) and isinstance(start, int) else value
         text = _number(shown if k < 1 else new) + gauge.unit
-        c.text((box[0] + width + 8, box[1] - 4), text, 14, Palette.TEXT, bold=True)
+        size = 12 if compact else 14
+        c.text((box[0] + width + 6, box[1] - (3 if compact else 4)), text, size, Palette.TEXT, bold=True)
         if changed and k > 0.2 and isinstance(old, int | float):
             delta = new - old
             arrow = "▲" if delta > 0 else "▼"
             tone = Palette.ALARM if gauge.danger_level(new) > gauge.danger_level(old) else Palette.OK
             if not gauge.danger:
                 tone = Palette.HIGHLIGHT
+            where = (box[0] + width + 58, box[1] - 2) if compact else (box[0] + width - 70, box[1] - 17)
             c.text(
-                (box[0] + width - 70, box[1] - 17),
+                where,
                 f"{arrow} {_number(delta, signed=True)}",
                 11,
                 tone,
