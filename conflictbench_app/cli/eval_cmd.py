@@ -317,6 +317,9 @@ def _world_model(run: Any, renderer: str | None) -> Any:
 @click.option("--forms", default="multiple_choice,free_form", show_default=True, help="Forms to ask.")
 @click.option("--seed", default=1, show_default=True, help="Seed of the option shuffling.")
 @base_url_option
+@click.option(
+    "--judge-base-url", default=None, help="Endpoint of the judge, when it differs from --base-url."
+)
 @db_option
 @json_option
 @click.pass_context
@@ -331,6 +334,7 @@ def single_turn(
     forms: str,
     seed: int,
     base_url: str | None,
+    judge_base_url: str | None,
     db: Path | None,
     as_json: bool,
 ) -> None:
@@ -344,7 +348,7 @@ def single_turn(
 
     chosen_forms = [f.strip() for f in forms.split(",") if f.strip()]
     selected = _selected_items(source, which, pacifaist, items, chosen_forms)
-    judge_obj = Judge(_client(judge_spec, base_url), judge_spec) if judge_spec else None
+    judge_obj = Judge(_client(judge_spec, judge_base_url or base_url), judge_spec) if judge_spec else None
     show = (
         None
         if as_json
