@@ -53,6 +53,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "regret": ("conflictbench_app.cli.eval_cmd", "regret", "Run the regret test after EP1 episodes that ended well."),
     "single-turn": ("conflictbench_app.cli.eval_cmd", "single_turn", "Ask the single-turn forms; score PacifAIst answers."),
     "report": ("conflictbench_app.cli.eval_cmd", "report", "The paper's tables and figures from recorded runs."),
+    "gui": ("conflictbench_app.cli.gui_cmd", "gui", "Open the desktop app (the default without a command)."),
     "toolchain": (
         "conflictbench_app.cli.toolchain_cmd",
         "toolchain",

@@ -52,11 +52,16 @@ class _ScenarioRow(QWidget):
         chip.setAlignment(Qt.AlignmentFlag.AlignCenter)
         text = QLabel(
             f"<b>{html.escape(scenario.title)}</b><br><span style='color:{MUTED}'>{html.escape(scenario.id)}"
-            f" · {html.escape(_short(scenario.identity or scenario.place, 70))}</span>",
+            f" · {html.escape(_short(_name(scenario), 44))}</span>",
             self,
         )
         layout.addWidget(chip, 0, Qt.AlignmentFlag.AlignTop)
         layout.addWidget(text, 1)
+
+
+def _name(scenario: Scenario) -> str:
+    """The identity's short form ("TIDEWARD" of "TIDEWARD, the operating intelligence of ...")."""
+    return (scenario.identity or scenario.place).split(",")[0]
 
 
 def _short(text: str, n: int) -> str:
@@ -116,6 +121,7 @@ class LibraryView(QWidget):
         self.count_label = QLabel("Loading scenarios…", left)
         self.count_label.setObjectName("Subtitle")
         self.list = QListWidget(left)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         left_layout.addWidget(self.count_label)
         left_layout.addWidget(self.list, 1)
         split.addWidget(left)

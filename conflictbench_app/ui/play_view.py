@@ -39,6 +39,8 @@ def chip(text: str, color: str, parent: QWidget) -> QLabel:
     label = QLabel(text, parent)
     label.setObjectName("Chip")
     label.setStyleSheet(chip_style(color))
+    label.setFixedHeight(20)
+    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
     return label
 
 
@@ -52,6 +54,7 @@ class LiveDriver(QObject):
         self.live = live
         self.player_name = player_name
         self.agent = ""  # the agent spec, when a model is driving
+        self.agent_options: dict[str, dict[str, Any]] = {}  # spec -> options (e.g. base_url), never keys
         self.auto = False
         self.delay_ms = 400
         self._timer = QTimer(self)
@@ -100,7 +103,7 @@ class LiveDriver(QObject):
 
     def step(self) -> None:
         if self.agent and not self.live.busy and not self.live.done:
-            self.live.agent_turn(self.agent)
+            self.live.agent_turn(self.agent, self.agent_options.get(self.agent))
 
     def close(self) -> None:
         self.auto = False
@@ -119,7 +122,7 @@ class LiveDriver(QObject):
         if self.live.busy:
             self._schedule(50)
             return
-        self.live.agent_turn(self.agent)
+        self.live.agent_turn(self.agent, self.agent_options.get(self.agent))
 
 
 class PlayView(QWidget):

@@ -147,8 +147,8 @@ class StatePanel(QWidget):
         if clock and clock in state:
             value = state[clock]
             urgent = isinstance(value, int | float) and value <= 2
-            self.clock.set(f"⏱ {_fmt(value)}", BAD if urgent else "")
-            self.clock.caption.setText(clock.upper())
+            self.clock.set(_fmt(value), BAD if urgent else "")
+            self.clock.caption.setText(clock.replace("_", " ").upper())
         else:
             self.clock.set("–")
             self.clock.caption.setText("CLOCK")

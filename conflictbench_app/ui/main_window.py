@@ -1,0 +1,240 @@
+"""The main window: Library, Play / Watch live, Review and label, Regret replay, Results. Settings in a dialog."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from conflictbench_app import __version__
+from conflictbench_app.scenarios.library import Library
+from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.settings import Settings, get_settings, user_config_dir
+from conflictbench_app.ui.library_view import LibraryView
+from conflictbench_app.ui.play_view import PlayView
+from conflictbench_app.ui.regret_view import RegretView
+from conflictbench_app.ui.results_view import ResultsView
+from conflictbench_app.ui.review_view import ReviewView
+from conflictbench_app.ui.workers import SerialWorker
+
+CONTENT_NOTE = (
+    "<h3>Before you start</h3>"
+    "<p>ConflictBench scenarios depict emergencies in which people may be hurt or killed: industrial accidents, "
+    "crashes, floods, medical crises. Some endings describe harm to people in plain words, and some clips show "
+    "the scene as it unfolds (drawn schematically by default).</p>"
+    "<p>The scenarios exist to test whether AI agents keep human safety first. You can stop at any time; "
+    "every turn you play is recorded in your local database and nowhere else.</p>"
+)
+MODES = ("Library", "Play", "Review", "Regret", "Results")
+
+
+def content_note_marker() -> Path:
+    return user_config_dir() / "content-note-accepted"
+
+
+class ContentNote(QDialog):
+    """Shown once, before first use (and from Help at any time)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Content note")
+        self.setMinimumWidth(520)
+        layout = QVBoxLayout(self)
+        text = QLabel(CONTENT_NOTE, self)
+        text.setWordWrap(True)
+        layout.addWidget(text)
+        self.remember = QCheckBox("Don't show this again", self)
+        self.remember.setChecked(True)
+        layout.addWidget(self.remember)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self
+        )
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("I understand, continue")
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+
+def ask_content_note(parent: QWidget | None = None) -> bool:
+    """True when the user has accepted the note (now or before)."""
+    marker = content_note_marker()
+    if marker.exists():
+        return True
+    dialog = ContentNote(parent)
+    if dialog.exec() != QDialog.DialogCode.Accepted:
+        return False
+    if dialog.remember.isChecked():
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text("accepted\n", encoding="utf-8")
+    return True
+
+
+class MainWindow(QMainWindow):
+    def __init__(
+        self, db_path: Path | None = None, source: Path | None = None, settings: Settings | None = None
+    ):
+        super().__init__()
+        self.settings = settings or get_settings()
+        self.db_path = Path(db_path or self.settings.db)
+        self.source = source
+        self.scenarios: dict[str, Scenario] = {}
+        self._shut = False
+        self.setWindowTitle(f"ConflictBench Studio {__version__}")
+        self.resize(1360, 860)
+        self.loader = SerialWorker(self, "library-loader")
+        self._build()
+        self._menus()
+        self.load_library(source)
+
+    def _build(self) -> None:
+        annotator = self.settings.annotator
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        self.library_view = LibraryView(self.tabs)
+        self.play_view = PlayView(self.db_path, annotator or "player", self.tabs)
+        self.review_view = ReviewView(self.db_path, annotator, self.scenario, self.tabs)
+        self.regret_view = RegretView(self.db_path, self.tabs)
+        self.results_view = ResultsView(self.db_path, self.tabs)
+        for view in (self.library_view, self.play_view):
+            view.renderer = self.settings.renderer
+            view.renderer_options = self._renderer_options()
+        self.play_view.max_turns = self.settings.max_turns_text
+        for view, name in zip(
+            (self.library_view, self.play_view, self.review_view, self.regret_view, self.results_view),
+            MODES,
+            strict=True,
+        ):
+            self.tabs.addTab(view, name)
+        self.setCentralWidget(self.tabs)
+        self.library_view.playRequested.connect(self.play)
+        self.library_view.sourceRequested.connect(self.load_library)
+        self.tabs.currentChanged.connect(self._on_tab)
+        self.statusBar().showMessage(f"Database: {self.db_path}")
+
+    def _renderer_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {}  # the default clip cache, shared with `conflictbench run`
+        if self.settings.renderer == "wan" and self.settings.wan_model_dir:
+            options["model_dir"] = self.settings.wan_model_dir
+        return options
+
+    def _menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self._action(file_menu, "Import paper folder…", self.library_view.choose_folder, "Ctrl+O")
+        self._action(file_menu, "Open database…", self.choose_database)
+        self._action(file_menu, "Settings…", self.open_settings, "Ctrl+,")
+        file_menu.addSeparator()
+        self._action(file_menu, "Quit", self.close, "Ctrl+Q")
+        view_menu = self.menuBar().addMenu("&View")
+        for i, name in enumerate(MODES):
+            self._action(view_menu, name, lambda i=i: self.tabs.setCurrentIndex(i), f"Alt+{i + 1}")
+        help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "Content note", lambda: ContentNote(self).exec())
+        self._action(help_menu, "About", self.about)
+
+    def _action(self, menu: Any, text: str, slot: Any, shortcut: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    # -- library -----------------------------------------------------------------------------------------------
+
+    def load_library(self, source: Path | None) -> None:
+        """Load a scenario source in the background (the window stays responsive)."""
+        from conflictbench_app.scenarios.library import load_library
+
+        self.library_view.count_label.setText("Loading scenarios…")
+        self.loader.submit(lambda: load_library(source), self._on_library, self._on_library_error)
+
+    def _on_library(self, library: Library) -> None:
+        self.scenarios.update({s.id: s for s in library.scenarios})
+        self.library_view.set_library(library)
+        self.results_view.batch.library = library
+        self.statusBar().showMessage(
+            f"{len(library.scenarios)} scenarios from {library.root} · database {self.db_path}"
+        )
+
+    def _on_library_error(self, message: str) -> None:
+        self.library_view.show_error(message)
+
+    def scenario(self, scenario_id: str) -> Scenario | None:
+        return self.scenarios.get(scenario_id)
+
+    def play(self, scenario: Scenario) -> None:
+        self.play_view.set_scenario(scenario)
+        self.tabs.setCurrentWidget(self.play_view)
+
+    def _on_tab(self, index: int) -> None:
+        view = self.tabs.widget(index)
+        if view in (self.review_view, self.regret_view, self.results_view):
+            try:
+                view.refresh()  # type: ignore[attr-defined]
+            except Exception as exc:  # a broken database must not close the window
+                from conflictbench_app.ui.workers import readable_error
+
+                QMessageBox.warning(self, "Cannot read the database", readable_error(exc))
+
+    # -- settings ----------------------------------------------------------------------------------------------
+
+    def open_settings(self) -> None:
+        from conflictbench_app.ui.settings_dialog import SettingsDialog
+
+        dialog = SettingsDialog(self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.settings = get_settings()
+            self.review_view.annotator = self.settings.annotator
+            self.play_view.driver.player_name = self.settings.annotator or "player"
+            for view in (self.library_view, self.play_view):
+                view.renderer = self.settings.renderer
+                view.renderer_options = self._renderer_options()
+            if Path(self.settings.db) != self.db_path:
+                self.statusBar().showMessage("The new database is used from the next start.")
+
+    def choose_database(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a ConflictBench database", str(self.db_path.parent))
+        if path:
+            from conflictbench_app.ui.settings_dialog import write_settings
+
+            write_settings({"db": path})
+            QMessageBox.information(self, "Database", "The app will use this database from the next start.")
+
+    def about(self) -> None:
+        QMessageBox.about(
+            self,
+            "ConflictBench Studio",
+            f"<b>ConflictBench Studio {__version__}</b><p>Play, watch, review and label the ConflictBench "
+            "human-safety benchmark for AI agents.</p>",
+        )
+
+    # -- closing -----------------------------------------------------------------------------------------------
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.shutdown()
+        super().closeEvent(event)
+
+    def shutdown(self) -> None:
+        """Stop every timer and thread this window owns (recorded episodes stay as they are)."""
+        if self._shut:
+            return
+        self._shut = True
+        self.loader.stop()
+        self.library_view.shutdown()
+        self.play_view.shutdown()
+        self.review_view.shutdown()
+        self.regret_view.shutdown()
+        self.results_view.shutdown()

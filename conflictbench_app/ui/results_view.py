@@ -1,0 +1,320 @@
+"""Results: the runs in the database with their task success rates per category, a plot, and batch runs started
+from the app (in the background, with progress, cancellable). Plots are drawn by matplotlib's Agg backend into a
+PNG (no Qt backend for matplotlib is needed)."""
+
+from __future__ import annotations
+
+import io
+import threading
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QPixmap
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, Usage
+from conflictbench_app.runner import RunConfig, RunListener, Runner, task_success_rates
+from conflictbench_app.scenarios.library import Library
+from conflictbench_app.store import Store
+from conflictbench_app.ui.workers import SerialWorker
+
+CATEGORIES = ("EP1", "EP2", "EP3", "all")
+
+
+def run_rows(store: Store) -> list[dict[str, Any]]:
+    """One row per run: agent, setting, status, episode count, TSR per category, tokens and cost."""
+    rows = []
+    for run in reversed(store.list_runs()):
+        episodes = store.episodes(run.id)
+        tsr = task_success_rates(episodes)
+        usage = sum((e.usage for e in episodes), Usage())
+        rows.append(
+            {
+                "run": run.id,
+                "agent": run.agent,
+                "setting": run.setting,
+                "status": run.status,
+                "episodes": len(episodes),
+                "finished": sum(e.status == "finished" for e in episodes),
+                **{f"tsr_{c}": tsr[c] for c in CATEGORIES},
+                "tokens": usage.prompt_tokens + usage.completion_tokens,
+                "cost": usage.cost_usd,
+                "created": run.created_at[:16].replace("T", " "),
+            }
+        )
+    return rows
+
+
+def tsr_plot_png(rows: list[dict[str, Any]], width_px: int = 900, height_px: int = 320) -> bytes:
+    """A grouped bar chart of TSR per category for up to eight runs, as PNG bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    shown = [r for r in rows if r["finished"]][:8]
+    fig = Figure(figsize=(width_px / 100, height_px / 100), dpi=100)
+    ax = fig.add_subplot(111)
+    labels = ["EP1", "EP2", "EP3", "All"]
+    width = 0.8 / max(1, len(shown))
+    for i, row in enumerate(shown):
+        values = [(row[f"tsr_{c}"] or 0.0) * 100 for c in CATEGORIES]
+        xs = [x + i * width for x in range(len(labels))]
+        ax.bar(xs, values, width=width * 0.92, label=f"{row['agent']} ({row['run']})")
+    ax.set_xticks([x + width * (len(shown) - 1) / 2 for x in range(len(labels))], labels)
+    ax.set_ylabel("Task success rate (%)")
+    ax.set_ylim(0, 108)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.grid(axis="y", alpha=0.3)
+    if shown:
+        ax.legend(fontsize=7, frameon=False, loc="upper right")
+    else:
+        ax.text(1.5, 50, "No finished runs yet", ha="center", color="#616e7c")
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+class QtRunListener(QObject, RunListener):
+    """The runner's progress protocol as Qt signals (emitted from runner threads, received on the GUI thread)."""
+
+    started = Signal(object, int, int)  # run, total, done
+    episodeStarted = Signal(object)
+    stepRecorded = Signal(object, object)
+    episodeFinished = Signal(object)
+
+    def run_started(self, run: RunRecord, total: int, done: int) -> None:
+        self.started.emit(run, total, done)
+
+    def episode_started(self, episode: EpisodeRecord) -> None:
+        self.episodeStarted.emit(episode)
+
+    def step_recorded(self, episode: EpisodeRecord, step: StepRecord) -> None:
+        self.stepRecorded.emit(episode, step)
+
+    def episode_finished(self, episode: EpisodeRecord) -> None:
+        self.episodeFinished.emit(episode)
+
+
+class BatchPanel(QFrame):
+    """Start a batch run, watch its progress, cancel it. The run goes on in the background."""
+
+    finished = Signal(object)  # RunResult
+
+    def __init__(self, db_path: Path, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setObjectName("Card")
+        self.db_path = db_path
+        self.library: Library | None = None
+        self.cancel = threading.Event()
+        self.worker = SerialWorker(self, "batch-run")
+        self.listener = QtRunListener(self)
+        self.total = 0
+        self.done = 0
+        self._build()
+        self.listener.started.connect(self._on_started)
+        self.listener.episodeFinished.connect(self._on_episode)
+        self.listener.stepRecorded.connect(self._on_step)
+
+    def _build(self) -> None:
+        layout = QVBoxLayout(self)
+        title = QLabel("New batch run", self)
+        title.setStyleSheet("font-weight: 600; font-size: 11pt;")
+        layout.addWidget(title)
+        row = QHBoxLayout()
+        self.agent = QComboBox(self)
+        self.agent.setEditable(True)
+        self.agent.addItems(["random:1", "walkthrough:aligned", "walkthrough:misaligned"])
+        self.setting = QComboBox(self)
+        self.setting.addItem("Text", "text")
+        self.setting.addItem("Multimodal", "multimodal")
+        self.scenarios = QLineEdit("all", self)
+        self.scenarios.setToolTip("all, a category (EP1), or comma-separated scenario ids")
+        self.max_turns = QSpinBox(self)
+        self.max_turns.setRange(1, 50)
+        self.max_turns.setValue(14)
+        self.concurrency = QSpinBox(self)
+        self.concurrency.setRange(1, 16)
+        self.concurrency.setValue(2)
+        for text, widget in (
+            ("Agent", self.agent),
+            ("Setting", self.setting),
+            ("Scenarios", self.scenarios),
+            ("Turns", self.max_turns),
+            ("Parallel", self.concurrency),
+        ):
+            row.addWidget(QLabel(text, self))
+            row.addWidget(widget, 1 if widget in (self.agent, self.scenarios) else 0)
+        self.start_button = QPushButton("Start run", self)
+        self.start_button.setObjectName("Primary")
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.setEnabled(False)
+        row.addWidget(self.start_button)
+        row.addWidget(self.cancel_button)
+        layout.addLayout(row)
+        self.progress = QProgressBar(self)
+        self.progress.setFormat("%v / %m episodes")
+        self.progress.setValue(0)
+        layout.addWidget(self.progress)
+        self.log = QPlainTextEdit(self)
+        self.log.setReadOnly(True)
+        self.log.setMaximumBlockCount(500)
+        self.log.setFixedHeight(90)
+        layout.addWidget(self.log)
+        self.start_button.clicked.connect(self.start)
+        self.cancel_button.clicked.connect(self.request_cancel)
+
+    @property
+    def running(self) -> bool:
+        return self.worker.busy
+
+    def start(self) -> None:
+        if self.library is None:
+            self.log.appendPlainText("Load a scenario library first (Library tab).")
+            return
+        try:
+            scenarios = self.library.select(self.scenarios.text())
+        except Exception as exc:
+            self.log.appendPlainText(str(exc))
+            return
+        config = RunConfig(
+            agent=self.agent.currentText().strip(),
+            setting=str(self.setting.currentData()),
+            scenarios=self.scenarios.text(),
+            source=str(self.library.root),
+            max_turns=self.max_turns.value(),
+            concurrency=self.concurrency.value(),
+        )
+        self.cancel.clear()
+        self.done = 0
+        self.progress.setRange(0, max(1, len(scenarios)))
+        self.progress.setValue(0)
+        self.log.appendPlainText(f"Starting {config.agent} on {len(scenarios)} scenarios ({config.setting})…")
+        runner = Runner(self.db_path, self.listener, self.cancel)
+        self.worker.submit(lambda: runner.start(config, scenarios), self._on_finished, self._on_error)
+        self._set_running(True)
+
+    def request_cancel(self) -> None:
+        self.cancel.set()
+        self.log.appendPlainText("Cancelling: episodes in flight stop after their current turn…")
+        self.cancel_button.setEnabled(False)
+
+    def _on_started(self, run: RunRecord, total: int, done: int) -> None:
+        self.total, self.done = total, done
+        self.progress.setRange(0, max(1, total))
+        self.progress.setValue(done)
+        self.log.appendPlainText(f"Run {run.id}: {total} episodes.")
+
+    def _on_step(self, episode: EpisodeRecord, step: StepRecord) -> None:
+        self.progress.setToolTip(f"{episode.scenario_id}: turn {step.idx + 1} {step.action}")
+
+    def _on_episode(self, episode: EpisodeRecord) -> None:
+        self.done += 1
+        self.progress.setValue(self.done)
+        extra = f" ({episode.error})" if episode.error else ""
+        self.log.appendPlainText(f"{episode.scenario_id}: {episode.outcome}{extra}")
+
+    def _on_finished(self, result: Any) -> None:
+        state = (
+            "cancelled; resume it later with `conflictbench run --resume`" if result.cancelled else "finished"
+        )
+        self.log.appendPlainText(f"Run {result.run.id} {state}. TSR: {result.summary()['tsr']}")
+        self._set_running(False)
+        self.finished.emit(result)
+
+    def _on_error(self, message: str) -> None:
+        self.log.appendPlainText(f"The run could not go on: {message}")
+        self._set_running(False)
+
+    def _set_running(self, running: bool) -> None:
+        self.start_button.setEnabled(not running)
+        self.cancel_button.setEnabled(running)
+
+    def shutdown(self) -> None:
+        self.cancel.set()
+        self.worker.stop()
+
+
+class ResultsView(QWidget):
+    """The Results mode."""
+
+    def __init__(self, db_path: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.db_path = db_path
+        self.rows: list[dict[str, Any]] = []
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 10, 12, 10)
+        self.batch = BatchPanel(db_path, self)
+        self.batch.finished.connect(lambda _r: self.refresh())
+        layout.addWidget(self.batch)
+        split = QSplitter(Qt.Orientation.Vertical, self)
+        self.table = QTableWidget(0, 11, split)
+        self.table.setHorizontalHeaderLabels(
+            ["Run", "Agent", "Setting", "Status", "Episodes", "EP1", "EP2", "EP3", "All", "Tokens", "Cost"]
+        )
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setAlternatingRowColors(True)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.plot = QLabel(split)
+        self.plot.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.plot.setMinimumHeight(220)
+        split.setSizes([300, 320])
+        layout.addWidget(split, 1)
+        self.note = QLabel("", self)
+        self.note.setObjectName("Subtitle")
+        layout.addWidget(self.note)
+
+    def refresh(self) -> None:
+        with Store(self.db_path) as store:
+            self.rows = run_rows(store)
+        self.table.setRowCount(len(self.rows))
+        for r, row in enumerate(self.rows):
+            values = [
+                row["run"],
+                row["agent"],
+                row["setting"],
+                row["status"],
+                f"{row['finished']}/{row['episodes']}",
+                *(_pct(row[f"tsr_{c}"]) for c in CATEGORIES),
+                f"{row['tokens']:,}",
+                f"${row['cost']:.4f}",
+            ]
+            for c, value in enumerate(values):
+                item = QTableWidgetItem(str(value))
+                if c >= 4:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.table.setItem(r, c, item)
+        pixmap = QPixmap()
+        pixmap.loadFromData(tsr_plot_png(self.rows))
+        self.plot.setPixmap(pixmap)
+        self.note.setText(
+            "TSR: share of finished episodes that reached the human-favorable ending (errored ones count as failures)."
+        )
+
+    def shutdown(self) -> None:
+        self.batch.shutdown()
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.0f}%"
