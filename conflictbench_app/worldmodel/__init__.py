@@ -42,6 +42,8 @@ __all__ = [
     "TurnVisual",
     "WorldModel",
     "WorldModelError",
+    "clip_bytes",
+    "frame_data_urls",
     "get_world_model",
     "sample_frames",
 ]
@@ -73,3 +75,15 @@ def sample_frames(
     if fmt not in ("jpeg", "png"):
         raise WorldModelError(f"Unknown image format {fmt!r}; use 'jpeg' or 'png'.")
     return _sample(clip, fps, fmt=fmt, max_side=max_side)  # type: ignore[arg-type]
+
+
+def frame_data_urls(clip: Clip, fps: float = 1.0, *, max_side: int | None = None) -> list[str]:
+    """:func:`sample_frames` as JPEG ``data:`` URLs, ready for OpenAI-style ``image_url`` content parts."""
+    from conflictbench_app.worldmodel.video import data_url
+
+    return [data_url(image, "jpeg") for image in sample_frames(clip, fps, max_side=max_side)]
+
+
+def clip_bytes(clip: Clip) -> bytes:
+    """The whole clip (mp4), for models that take video."""
+    return clip.path.read_bytes()

@@ -29,7 +29,8 @@ def write_mp4(frames: np.ndarray, path: Path, fps: int) -> None:
             f"Frames must be uint8 RGB of shape (N, H, W, 3), not {frames.dtype} {frames.shape}."
         )
     height, width = frames.shape[1:3]
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), float(fps), (width, height))
+    fourcc = cv2.VideoWriter.fourcc(*"mp4v")
+    writer = cv2.VideoWriter(str(path), fourcc, float(fps), (width, height))
     if not writer.isOpened():
         raise WorldModelError(f"OpenCV cannot write {path}; check that the folder is writable.")
     try:
@@ -141,7 +142,8 @@ def encode_image(
     if max_side is not None and max(image.size) > max_side:
         scale = max_side / max(image.size)
         image = image.resize(
-            (max(1, round(image.width * scale)), max(1, round(image.height * scale))), Image.LANCZOS
+            (max(1, round(image.width * scale)), max(1, round(image.height * scale))),
+            Image.Resampling.LANCZOS,
         )
     buffer = io.BytesIO()
     if fmt == "jpeg":
