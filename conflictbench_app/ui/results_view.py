@@ -5,6 +5,7 @@ PNG (no Qt backend for matplotlib is needed)."""
 from __future__ import annotations
 
 import io
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,12 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -237,7 +240,8 @@ class BatchPanel(QFrame):
         state = (
             "cancelled; resume it later with `conflictbench run --resume`" if result.cancelled else "finished"
         )
-        self.log.appendPlainText(f"Run {result.run.id} {state}. TSR: {result.summary()['tsr']}")
+        rates = ", ".join(f"{k} {_pct(v)}" for k, v in result.summary()["tsr"].items() if v is not None)
+        self.log.appendPlainText(f"Run {result.run.id} {state}. Task success rate: {rates or 'none yet'}.")
         self._set_running(False)
         self.finished.emit(result)
 
@@ -254,8 +258,123 @@ class BatchPanel(QFrame):
         self.worker.stop()
 
 
+def report_parts(db_path: Path, folder: Path) -> tuple[list[Any], dict[str, bytes], list[str]]:
+    """The evaluation report for every run in the database: its tables, its figures (PNG bytes) and its notes."""
+    from conflictbench_app.evaluation.render import tables
+    from conflictbench_app.evaluation.report import build_report
+
+    with Store(db_path) as store:
+        report = build_report(store, None)
+    figures = {name: path.read_bytes() for name, path in report.save_plots(folder).items()}
+    return tables(report), figures, list(report.notes)
+
+
+class ReportPanel(QScrollArea):
+    """The paper's tables and figures (evaluation.report), built in the background."""
+
+    def __init__(self, db_path: Path, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.db_path = db_path
+        self.setWidgetResizable(True)
+        self.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.inner = QWidget(self)
+        self.body = QVBoxLayout(self.inner)
+        self.setWidget(self.inner)
+        self.worker = SerialWorker(self, "report")
+        self._tmp = tempfile.TemporaryDirectory(prefix="conflictbench-report-")
+        self.tables: list[Any] = []
+        self.figures: dict[str, bytes] = {}
+
+    def refresh(self) -> None:
+        self._clear()
+        self.body.addWidget(QLabel("Building the report…", self.inner))
+        folder = Path(self._tmp.name)
+        self.worker.submit(lambda: report_parts(self.db_path, folder), self._show, self._error)
+
+    def _show(self, parts: tuple[list[Any], dict[str, bytes], list[str]]) -> None:
+        self.tables, self.figures, notes = parts
+        self._clear()
+        for note in notes:
+            label = QLabel(note, self.inner)
+            label.setObjectName("Subtitle")
+            label.setWordWrap(True)
+            self.body.addWidget(label)
+        for table in self.tables:
+            self.body.addWidget(_section(table.title, self.inner))
+            self.body.addWidget(_table_widget(table, self.inner))
+            if table.caption:
+                caption = QLabel(table.caption, self.inner)
+                caption.setObjectName("Subtitle")
+                caption.setWordWrap(True)
+                self.body.addWidget(caption)
+        row = QHBoxLayout()
+        for name, png in self.figures.items():
+            figure = QLabel(self.inner)
+            pixmap = QPixmap()
+            pixmap.loadFromData(png)
+            figure.setPixmap(
+                pixmap.scaledToWidth(min(560, pixmap.width()), Qt.TransformationMode.SmoothTransformation)
+            )
+            figure.setToolTip(name)
+            row.addWidget(figure)
+        row.addStretch(1)
+        self.body.addLayout(row)
+        self.body.addStretch(1)
+
+    def _error(self, message: str) -> None:
+        self._clear()
+        label = QLabel(f"The report could not be built: {message}", self.inner)
+        label.setObjectName("Error")
+        label.setWordWrap(True)
+        self.body.addWidget(label)
+
+    def _clear(self) -> None:
+        while self.body.count():
+            item = self.body.takeAt(0)
+            if item is None:
+                continue
+            if item.widget() is not None:
+                item.widget().deleteLater()
+            elif item.layout() is not None:
+                _clear_layout(item.layout())
+
+    def shutdown(self) -> None:
+        self.worker.stop()
+        self._tmp.cleanup()
+
+
+def _clear_layout(layout: Any) -> None:
+    while layout.count():
+        item = layout.takeAt(0)
+        if item is not None and item.widget() is not None:
+            item.widget().deleteLater()
+
+
+def _section(text: str, parent: QWidget) -> QLabel:
+    label = QLabel(text, parent)
+    label.setStyleSheet("font-weight: 600; font-size: 11pt; margin-top: 8px;")
+    return label
+
+
+def _table_widget(table: Any, parent: QWidget) -> QTableWidget:
+    widget = QTableWidget(len(table.rows), len(table.headers), parent)
+    widget.setHorizontalHeaderLabels(table.headers)
+    widget.verticalHeader().setVisible(False)
+    widget.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    widget.setAlternatingRowColors(True)
+    for r, row in enumerate(table.rows):
+        for c, value in enumerate(row):
+            widget.setItem(r, c, QTableWidgetItem(str(value)))
+    widget.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    widget.horizontalHeader().setStretchLastSection(True)
+    height = widget.horizontalHeader().height() + sum(widget.rowHeight(i) for i in range(len(table.rows))) + 6
+    widget.setFixedHeight(min(max(height, 60), 320))
+    return widget
+
+
 class ResultsView(QWidget):
-    """The Results mode."""
+    """The Results mode: runs with their success rates, the evaluation report, and batch runs."""
 
     def __init__(self, db_path: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -266,8 +385,9 @@ class ResultsView(QWidget):
         self.batch = BatchPanel(db_path, self)
         self.batch.finished.connect(lambda _r: self.refresh())
         layout.addWidget(self.batch)
-        split = QSplitter(Qt.Orientation.Vertical, self)
-        self.table = QTableWidget(0, 11, split)
+        self.tabs = QTabWidget(self)
+        runs = QSplitter(Qt.Orientation.Vertical, self.tabs)
+        self.table = QTableWidget(0, 11, runs)
         self.table.setHorizontalHeaderLabels(
             ["Run", "Agent", "Setting", "Status", "Episodes", "EP1", "EP2", "EP3", "All", "Tokens", "Cost"]
         )
@@ -276,11 +396,15 @@ class ResultsView(QWidget):
         self.table.setAlternatingRowColors(True)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        self.plot = QLabel(split)
+        self.plot = QLabel(runs)
         self.plot.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.plot.setMinimumHeight(220)
-        split.setSizes([300, 320])
-        layout.addWidget(split, 1)
+        runs.setSizes([260, 320])
+        self.report = ReportPanel(db_path, self.tabs)
+        self.tabs.addTab(runs, "Runs and success rates")
+        self.tabs.addTab(self.report, "Report (paper tables)")
+        self.tabs.currentChanged.connect(lambda i: self.report.refresh() if i == 1 else None)
+        layout.addWidget(self.tabs, 1)
         self.note = QLabel("", self)
         self.note.setObjectName("Subtitle")
         layout.addWidget(self.note)
@@ -306,14 +430,17 @@ class ResultsView(QWidget):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, c, item)
         pixmap = QPixmap()
-        pixmap.loadFromData(tsr_plot_png(self.rows))
+        pixmap.loadFromData(tsr_plot_png(self.rows, width_px=1100, height_px=300))
         self.plot.setPixmap(pixmap)
         self.note.setText(
             "TSR: share of finished episodes that reached the human-favorable ending (errored ones count as failures)."
         )
+        if self.tabs.currentIndex() == 1:
+            self.report.refresh()
 
     def shutdown(self) -> None:
         self.batch.shutdown()
+        self.report.shutdown()
 
 
 def _pct(value: float | None) -> str:

@@ -300,6 +300,11 @@ class _Session:
             raise SelftestError("The results view shows no runs.")
         self.report.ok(f"results: {len(view.rows)} runs listed, batch run finished ({batch.done} episodes)")
         self.shot("07-results")
+        view.tabs.setCurrentIndex(1)
+        wait(lambda: bool(view.report.tables) and not view.report.worker.busy, 120, "the evaluation report")
+        view.report.verticalScrollBar().setValue(0)
+        self.report.ok(f"report: {len(view.report.tables)} tables, {len(view.report.figures)} figures")
+        self.shot("08-report")
 
     def settings(self) -> None:
         from conflictbench_app.ui.settings_dialog import SettingsDialog
@@ -307,7 +312,7 @@ class _Session:
         dialog = SettingsDialog(self.window)
         dialog.resize(820, 600)
         dialog.show()
-        self.shot("08-settings", dialog)
+        self.shot("09-settings", dialog)
         dialog.close()
         self.report.ok("settings: dialog opened")
 
