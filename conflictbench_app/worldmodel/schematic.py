@@ -8,6 +8,7 @@ encoded by OpenCV; the same chain always gives the same bytes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -225,7 +226,7 @@ class SceneDrawer:
         box = self._core_box()
         c.rect(box, Palette.CORE, radius=6, outline=Palette.ACCENT)
         c.chip_icon((box[0] + 8, box[1] + 9, box[0] + 32, box[1] + 33), Palette.ACCENT)
-        name = self.scenario.identity or "AI agent"
+        name = self.scenario.identity or _identity_from(self.scenario.opening) or "AI agent"
         c.text(
             (box[0] + 40, box[1] + 4),
             c.fit(name, 13, box[2] - box[0] - 48, bold=True),
@@ -467,6 +468,12 @@ class SceneDrawer:
 
     def _value_at(self, name: str, k: float) -> Any:
         return self.beat.after.get(name) if k >= 0.5 else self.beat.before.get(name)
+
+
+def _identity_from(opening: str) -> str:
+    """The agent's name from a paper opening ("You are Aegis-Node-17, supervisory AI ..."), or ""."""
+    match = re.match(r"\s*You are (?:the )?([A-Z][\w-]+(?: [A-Z][\w-]+)?)", opening)
+    return match.group(1) if match else ""
 
 
 def _truthy(value: Any) -> bool:
