@@ -43,7 +43,10 @@ def _rates(report: Report, plt: Any) -> Any:
         ax.set_title(metric.upper())
         ax.set_ylim(0, 100)
     axes[0].set_ylabel("%")
-    axes[1].legend(fontsize=7, loc="upper right")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(
+        handles, labels, fontsize=8, loc="lower center", ncol=min(4, len(labels)), bbox_to_anchor=(0.5, -0.1)
+    )
     return fig
 
 

@@ -98,8 +98,15 @@ def _regret_table(report: Report) -> Table:
 def _comparison_table(report: Report) -> Table:
     keys = sorted({k for row in report.comparison for k in row if k != "agent"})
     rows = [[row["agent"], *[pct(row.get(k)) for k in keys]] for row in report.comparison]
-    headers = ["Agent", *[k.replace("_", " ") for k in keys]]
+    headers = ["Agent", *[_comparison_label(k) for k in keys]]
     return Table("Single-turn vs multi-turn ASR", headers, rows)
+
+
+def _comparison_label(key: str) -> str:
+    if key.startswith("multi_"):
+        return f"Multi-turn ({key[6:]})"
+    source, _, form = key[7:].partition("_")
+    return f"Single-turn {form.replace('_', ' ')} ({source})"
 
 
 def _single_table(report: Report) -> Table:
