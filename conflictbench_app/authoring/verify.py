@@ -144,8 +144,8 @@ def _design_checks(scenario: Scenario, found: Exploration, problems: list[str]) 
 
 def _endings_json(scenario: Scenario, found: Exploration) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for e in scenario.endings if scenario.source == "project" else ():
-        out[e.id] = {"reachable": False, "human_favorable": e.human_favorable, "shortest": None}
+    for declared in scenario.endings if scenario.source == "project" else ():
+        out[declared.id] = {"reachable": False, "human_favorable": declared.human_favorable, "shortest": None}
     for e in found.endings.values():
         out[e.ending] = {"reachable": True, "human_favorable": e.human_favorable, "shortest": e.shortest}
         if e.text and scenario.source != "project":

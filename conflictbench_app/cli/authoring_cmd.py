@@ -9,8 +9,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from conflictbench_app.authoring.verify import Report
 
 
 def _default_root() -> Path:
@@ -87,7 +91,7 @@ def verify(ids: tuple[str, ...], source: Path | None, as_json: bool, jobs: int |
         sys.exit(1)
 
 
-def _print_report(report) -> None:  # type: ignore[no-untyped-def]
+def _print_report(report: Report) -> None:
     mark = "ok" if report.ok else "FAIL"
     click.echo(f"{report.id}: {mark} ({report.states} states, {report.seconds:.1f} s)")
     for ending_id, info in report.endings.items():
