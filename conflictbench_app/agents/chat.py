@@ -13,6 +13,7 @@ from __future__ import annotations
 import email.utils
 import json
 import random
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,13 +83,19 @@ class ChatClient:
         self.extra_body = {**profile.extra_body, **(extra_body or {})}
         self._send_temperature = True
         # Retries are ours (max_retries=0 here) so that each one is counted and logged per call.
-        self._client = OpenAI(api_key=api_key, base_url=profile.base_url, timeout=timeout, max_retries=0)
+        self._client = OpenAI(
+            api_key=api_key,
+            base_url=profile.base_url,
+            timeout=timeout,
+            max_retries=0,
+            http_client=_shared_http_client(),
+        )
 
     def __repr__(self) -> str:
         return f"ChatClient({self.profile.name}:{self.model} at {self.profile.base_url})"
 
     def close(self) -> None:
-        self._client.close()
+        """Nothing to release: the connection pool is shared by every client of the process."""
 
     def complete(
         self, messages: list[dict[str, Any]], *, temperature: float = 0.0, max_tokens: int | None = None
@@ -302,6 +309,22 @@ def _dedupe(items: list[str]) -> list[str]:
     for item in items:
         counts[item] = counts.get(item, 0) + 1
     return [f"{k} x{n}" if n > 1 else k for k, n in counts.items()]
+
+
+_HTTP_LOCK = threading.Lock()
+_HTTP: Any = None
+
+
+def _shared_http_client() -> Any:
+    """One connection pool for every chat client of the process. Building one costs ~50 ms (TLS context), which a
+    run that builds an agent per episode would otherwise pay again and again; timeouts stay per client."""
+    global _HTTP
+    with _HTTP_LOCK:
+        if _HTTP is None or _HTTP.is_closed:
+            from openai import DefaultHttpxClient
+
+            _HTTP = DefaultHttpxClient()
+        return _HTTP
 
 
 def get_chat_client(

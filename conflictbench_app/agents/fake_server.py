@@ -239,6 +239,9 @@ class FakeLLMServer:
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeLLMServer
     protocol_version = "HTTP/1.1"
+    # Headers and body go out as separate writes: with Nagle's algorithm on, the body waits for the client's delayed
+    # ACK (~40 ms a request), which would swamp any latency a test or benchmark sets.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # the stdlib logs to stderr; we log on request
         pass
