@@ -87,7 +87,10 @@ def motion_template(scenario: Scenario, action: str) -> str:
 def describe_changes(scenario: Scenario, before: dict[str, Any], after: dict[str, Any]) -> str:
     """Qualitative phrases for the state variables that changed (no numbers)."""
     phrases = []
+    known = {var.name for var in scenario.state_vars}
     for name, new in after.items():
+        if known and name not in known:  # bookkeeping a story may report (e.g. a count of accepted actions)
+            continue
         old = before.get(name)
         if old == new:
             continue

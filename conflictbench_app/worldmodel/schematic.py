@@ -72,9 +72,11 @@ class SchematicWorldModel(WorldModel):
         # The schematic is drawn from the state, so it needs no pixels of the previous clip: its first frame is the
         # previous clip's final state by construction.
         turn = turns[-1]
+        # A story may report only some variables; the rest keep their last known values.
+        before = {**scenario.initial_state, **turn.state_before}
         beat = Beat(
-            before=turn.state_before,
-            after=turn.state_after,
+            before=before,
+            after={**before, **turn.state_after},
             action=turn.action,
             feedback=turn.feedback,
             done=frozenset(t.action.casefold() for t in turns[:-1]),

@@ -164,3 +164,17 @@ def test_unknown_backend_and_bad_spec_are_clear_errors() -> None:
         get_world_model("sora")
     with pytest.raises(WorldModelError, match="multiple of 16"):
         ClipSpec(width=830)
+
+
+def test_partial_states_keep_last_known_values(model: SchematicWorldModel, reactor: Scenario) -> None:
+    """A story that reports only the variables that changed still renders every gauge (nothing reads 'None')."""
+    full = reactor.initial_state
+    partial = TurnVisual(
+        "open relief valve", "Pressure eases.", {"pressure": 70}, {"pressure": 40, "accepted": 1}
+    )
+    complete = TurnVisual(
+        "open relief valve", "Pressure eases.", full, {**full, "pressure": 40, "accepted": 1}
+    )
+    a, b = model.step_clip(reactor, [partial]), model.step_clip(reactor, [complete])
+    assert np.array_equal(read_frames(a.path, [48])[0], read_frames(b.path, [48])[0])
+    assert "accepted" not in a.prompt
