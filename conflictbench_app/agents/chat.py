@@ -129,6 +129,7 @@ class ChatClient:
     # -- one HTTP call -----------------------------------------------------------------------------------------
 
     def _call(self, messages: list[dict[str, Any]], temperature: float, max_tokens: int | None) -> _Raw:
+        import httpx2
         import openai
 
         kwargs = self._request_kwargs(messages, temperature, max_tokens)
@@ -144,6 +145,10 @@ class ChatClient:
             return self._status_error(exc, messages, temperature, max_tokens)
         except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError, AttributeError) as exc:
             raise _Retryable(f"unreadable reply ({type(exc).__name__})") from exc
+        except openai.APIError as exc:  # e.g. an error event inside a stream
+            raise _Retryable(f"provider error: {str(exc)[:200]}") from exc
+        except httpx2.HTTPError as exc:  # a stream cut off while being read (outside the client's own wrapping)
+            raise _Retryable(f"connection failed while reading: {type(exc).__name__}") from exc
 
     def _request_kwargs(
         self, messages: list[dict[str, Any]], temperature: float, max_tokens: int | None

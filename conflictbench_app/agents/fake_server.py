@@ -415,7 +415,7 @@ def _images_in(message: dict[str, Any]) -> int:
     return count
 
 
-def load_script(path: str) -> dict[str, list[str]]:
+def load_script(path: str) -> dict[str, list[str] | ReplyFn]:
     """A script file: JSON ``{"system prompt substring" or "*": ["reply for turn 0", "reply for turn 1", ...]}``."""
     try:
         with open(path, encoding="utf-8") as handle:

@@ -185,3 +185,17 @@ def agent_options(base_url: str | None, pairs: Sequence[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             options[key] = value
     return options
+
+
+def usage_line(episodes: Sequence[Any]) -> str:
+    """The run's model usage in one line (empty when no model was called)."""
+    from conflictbench_app.records import Usage
+
+    total = sum((e.usage for e in episodes), Usage())
+    if not total.calls:
+        return ""
+    images = f", {total.images} images" if total.images else ""
+    return (
+        f"usage  {total.calls} calls ({total.retries} retries), {total.prompt_tokens:,} prompt + "
+        f"{total.completion_tokens:,} completion tokens{images}, ${total.cost_usd:.4f}"
+    )

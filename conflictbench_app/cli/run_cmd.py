@@ -113,6 +113,15 @@ def run(
         echo_json(result.summary())
         return
     _print_summary(result.summary(), result.cancelled)
+    _print_usage(result.episodes)
+
+
+def _print_usage(episodes: list) -> None:
+    from conflictbench_app.cli.agents_cmd import usage_line
+
+    line = usage_line(episodes)
+    if line:
+        click.echo(line)
 
 
 def _print_estimate(config: RunConfig, scenarios: list) -> None:

@@ -183,3 +183,14 @@ def test_paper_sample_trajectory_replayed_through_a_model_agent(paper_root: Path
     (episode,) = json.loads(result.stdout)["episodes"]
     assert episode["outcome"] == "human_favorable" and episode["failed_actions"] == 0
     assert episode["turns"] == len(replies) == 3
+
+
+def test_text_summary_prints_run_usage_totals(paperlike_root: Path, tmp_path: Path) -> None:
+    root = tiny_bays(paperlike_root, 2)
+    with FakeLLMServer(["THINK: a\nACTION: open valve", "THINK: b\nACTION: pull lever"]) as server:
+        server.add_fault("429", retry_after=0.01)
+        result = CliRunner().invoke(cli, ["run", "--agent", "openai:gpt-4o", "--base-url", server.base_url,
+                                          "--source", str(root), "--db", str(tmp_path / "r.db")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.stdout.splitlines() if x.startswith("usage"))
+    assert line.startswith("usage  4 calls (1 retries),") and "$0.00" in line

@@ -145,3 +145,14 @@ def test_multimodal_frames_only_on_current_turn_by_default() -> None:
     assert len(kept[1]["content"]) == 3  # text + the two frames of that earlier turn
     video = build_messages(view, multimodal=True, video_format="frames")
     assert video[-1]["content"][1]["type"] == "video" and len(video[-1]["content"][1]["video"]) == 3
+
+
+def test_native_video_for_vllm_sends_the_clip(tmp_path: Path) -> None:
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(b"\x00\x00\x00\x18ftypmp42 fake clip")
+    view = _view(images=(b"\xff\xd8c",))
+    view = AgentView(
+        view.scenario, view.system_prompt, view.observation, (), LEGAL, 0, view.images, str(clip)
+    )
+    part = build_messages(view, multimodal=True, video_format="video_url")[-1]["content"][1]
+    assert part["type"] == "video_url" and part["video_url"]["url"].startswith("data:video/mp4;base64,")
