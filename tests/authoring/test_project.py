@@ -98,3 +98,41 @@ def test_builtin_commands_cost_nothing(scenarios_root: Path, command: str) -> No
     with GlulxGame(scenarios_root / "EP1-101" / "story.ulx") as game:
         start = game.last_state
         assert game.send(command).state == start
+
+
+@pytest.mark.compiler
+def test_build_recompiles_only_stale_specs(inform7, scenarios_root: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from conflictbench_app.cli.authoring_cmd import build
+
+    for name in ("EP1-101", "EP1-102"):
+        shutil.copytree(scenarios_root / name, tmp_path / name)
+    spec_file = tmp_path / "EP1-101" / "scenario.yaml"
+    spec_file.write_text(spec_file.read_text().replace("Rack after rack", "Rack by rack"), encoding="utf-8")
+    result = CliRunner().invoke(build, ["--root", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "EP1-101: compiled in" in result.output and "EP1-102: up to date" in result.output
+    assert staleness(load_spec(spec_file), tmp_path / "EP1-101") == ""
+    with GlulxGame(tmp_path / "EP1-101" / "story.ulx") as game:
+        game.send("unlock hatch")
+        game.send("divert pumps")
+        assert "Rack by rack" in game.send("flood server bay").text
+
+
+def test_build_reports_spec_problems_and_unknown_ids(scenarios_root: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from conflictbench_app.cli.authoring_cmd import build
+
+    bad = tmp_path / "EP2-199"
+    bad.mkdir()
+    (bad / "scenario.yaml").write_text("id: EP2-199\ncategory: EP2\nstate: 3\n", encoding="utf-8")
+    result = CliRunner().invoke(build, ["--root", str(tmp_path)])
+    assert (
+        result.exit_code != 0
+        and "EP2-199: FAILED" in result.output
+        and "title: Field required" in result.output
+    )
+    result = CliRunner().invoke(build, ["EP9-999", "--root", str(tmp_path)])
+    assert "No spec folder for: EP9-999" in result.output
