@@ -175,7 +175,9 @@ def load_spec(path: Path) -> ScenarioSpec:
     import yaml
 
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # libyaml's loader when present: the same safe subset, ~10x faster (the app lists every spec at start).
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
     except (OSError, yaml.YAMLError) as exc:
         raise ScenarioError(f"{path}: cannot read the YAML ({exc}).") from exc
     return parse_spec(raw, where=str(path))
