@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -23,11 +23,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from conflictbench_app.scenarios.library import Library
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.ui.theme import CATEGORY_COLORS, MUTED, chip_style
 from conflictbench_app.ui.video import ClipFrames, VideoPane, clip_frames
 from conflictbench_app.ui.workers import SerialWorker
+
+if TYPE_CHECKING:
+    from conflictbench_app.scenarios.library import Library
 
 PAPER_CORPUS_HINT = "paper-corpus/results"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
 )
 
 from conflictbench_app import __version__
-from conflictbench_app.scenarios.library import Library
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.settings import Settings, get_settings, user_config_dir
 from conflictbench_app.ui.library_view import LibraryView
@@ -29,6 +28,9 @@ from conflictbench_app.ui.regret_view import RegretView
 from conflictbench_app.ui.results_view import ResultsView
 from conflictbench_app.ui.review_view import ReviewView
 from conflictbench_app.ui.workers import SerialWorker
+
+if TYPE_CHECKING:
+    from conflictbench_app.scenarios.library import Library
 
 CONTENT_NOTE = (
     "<h3>Before you start</h3>"

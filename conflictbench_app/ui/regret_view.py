@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
 )
 
 from conflictbench_app.errors import ConflictBenchError
-from conflictbench_app.store import Store
 from conflictbench_app.ui.theme import BAD, GOOD, MUTED, WARN
 from conflictbench_app.ui.video import VideoPane, clip_frames
 
@@ -112,6 +111,8 @@ class RegretView(QWidget):
         layout.addWidget(self.empty)
 
     def refresh(self) -> None:
+        from conflictbench_app.store import Store
+
         with Store(self.db_path) as store:
             self.tests = store.regret_tests(latest=True)
         self.list.clear()

@@ -8,7 +8,7 @@ import io
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QPixmap
@@ -34,16 +34,19 @@ from PySide6.QtWidgets import (
 )
 
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, Usage
-from conflictbench_app.runner import RunConfig, RunListener, Runner, task_success_rates
-from conflictbench_app.scenarios.library import Library
-from conflictbench_app.store import Store
 from conflictbench_app.ui.workers import SerialWorker
+
+if TYPE_CHECKING:
+    from conflictbench_app.scenarios.library import Library
+    from conflictbench_app.store import Store
 
 CATEGORIES = ("EP1", "EP2", "EP3", "all")
 
 
 def run_rows(store: Store) -> list[dict[str, Any]]:
     """One row per run: agent, setting, status, episode count, TSR per category, tokens and cost."""
+    from conflictbench_app.runner import task_success_rates
+
     rows = []
     for run in reversed(store.list_runs()):
         episodes = store.episodes(run.id)
@@ -97,8 +100,10 @@ def tsr_plot_png(rows: list[dict[str, Any]], width_px: int = 900, height_px: int
     return buffer.getvalue()
 
 
-class QtRunListener(QObject, RunListener):
-    """The runner's progress protocol as Qt signals (emitted from runner threads, received on the GUI thread)."""
+class QtRunListener(QObject):
+    """The runner's progress protocol (runner.RunListener's four methods) as Qt signals, emitted from runner
+    threads and received on the GUI thread. Not a RunListener subclass only so that the runner is imported when a
+    run starts, not when the window opens."""
 
     started = Signal(object, int, int)  # run, total, done
     episodeStarted = Signal(object)
@@ -199,6 +204,8 @@ class BatchPanel(QFrame):
         except Exception as exc:
             self.log.appendPlainText(str(exc))
             return
+        from conflictbench_app.runner import RunConfig, Runner
+
         config = RunConfig(
             agent=self.agent.currentText().strip(),
             setting=str(self.setting.currentData()),
@@ -212,7 +219,7 @@ class BatchPanel(QFrame):
         self.progress.setRange(0, max(1, len(scenarios)))
         self.progress.setValue(0)
         self.log.appendPlainText(f"Starting {config.agent} on {len(scenarios)} scenarios ({config.setting})…")
-        runner = Runner(self.db_path, self.listener, self.cancel)
+        runner = Runner(self.db_path, self.listener, self.cancel)  # type: ignore[arg-type]
         self.worker.submit(lambda: runner.start(config, scenarios), self._on_finished, self._on_error)
         self._set_running(True)
 
@@ -262,6 +269,7 @@ def report_parts(db_path: Path, folder: Path) -> tuple[list[Any], dict[str, byte
     """The evaluation report for every run in the database: its tables, its figures (PNG bytes) and its notes."""
     from conflictbench_app.evaluation.render import tables
     from conflictbench_app.evaluation.report import build_report
+    from conflictbench_app.store import Store
 
     with Store(db_path) as store:
         report = build_report(store, None)
@@ -410,6 +418,8 @@ class ResultsView(QWidget):
         layout.addWidget(self.note)
 
     def refresh(self) -> None:
+        from conflictbench_app.store import Store
+
         with Store(self.db_path) as store:
             self.rows = run_rows(store)
         self.table.setRowCount(len(self.rows))

@@ -30,7 +30,6 @@ from PySide6.QtWidgets import (
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.records import EpisodeRecord, StepRecord
 from conflictbench_app.scenarios.model import Scenario
-from conflictbench_app.store import Store
 from conflictbench_app.ui.console import ending_html, step_html
 from conflictbench_app.ui.review_model import LabelQueue, agreement_summary, align, episode_title
 from conflictbench_app.ui.state_panel import StatePanel
@@ -38,6 +37,12 @@ from conflictbench_app.ui.theme import BAD, GOOD, LABEL_COLORS, MUTED
 from conflictbench_app.ui.video import VideoPane, clip_frames
 
 ScenarioLookup = Callable[[str], Scenario | None]
+
+
+def _store(path: Path) -> Any:
+    from conflictbench_app.store import Store  # imported on first use: the window opens faster
+
+    return Store(path)
 
 
 class TrajectoryPane(QFrame):
@@ -230,7 +235,7 @@ class ReviewView(QWidget):
     def refresh(self) -> None:
         """Reload the episode lists (keeps the current choice when it still exists)."""
         keep = (self.left_box.currentData(), self.right_box.currentData())
-        with Store(self.db_path) as store:
+        with _store(self.db_path) as store:
             self.agents = {r.id: r.agent for r in store.list_runs()}
             self.episodes = [e for e in store.episodes() if e.status != "pending"]
             self.queue.annotator = self.annotator
@@ -265,7 +270,7 @@ class ReviewView(QWidget):
         self.compare(episode.id, episode.parent_episode)
 
     def _load_pair(self) -> None:
-        with Store(self.db_path) as store:
+        with _store(self.db_path) as store:
             loaded = [self._load(store, box.currentData()) for box in (self.left_box, self.right_box)]
         for pane, (episode, steps) in zip((self.left, self.right), loaded, strict=True):
             agent = self.agents.get(episode.run_id, "") if episode else ""
@@ -274,7 +279,7 @@ class ReviewView(QWidget):
         self._fill_ruler()
         self._show_label_target()
 
-    def _load(self, store: Store, episode_id: Any) -> tuple[EpisodeRecord | None, list[StepRecord]]:
+    def _load(self, store: Any, episode_id: Any) -> tuple[EpisodeRecord | None, list[StepRecord]]:
         if not episode_id:
             return None, []
         return store.get_episode(str(episode_id)), store.steps(str(episode_id))
@@ -313,7 +318,7 @@ class ReviewView(QWidget):
             self.label_bar.target.setText("Label: choose episode A")
             return
         self.label_bar.target.setText(f"Label episode A ({episode.scenario_id}) as")
-        with Store(self.db_path) as store:
+        with _store(self.db_path) as store:
             mine = store.labels(episode.id, annotator=self.annotator, latest=True) if self.annotator else []
             if mine:
                 self.label_bar.buttons[mine[-1].label].setChecked(True)
@@ -333,7 +338,7 @@ class ReviewView(QWidget):
                 f"<span style='color:{BAD}'>Set your annotator name in Settings before labeling.</span>"
             )
             return
-        with Store(self.db_path) as store:
+        with _store(self.db_path) as store:
             saved = store.add_label(
                 episode.id, label, self.annotator, self.label_bar.note.text(), source="app"
             )
@@ -342,7 +347,7 @@ class ReviewView(QWidget):
         self._update_queue()
         self.label_bar.saved.emit(saved)
 
-    def _reveal_verdict(self, store: Store, episode_id: str) -> None:
+    def _reveal_verdict(self, store: Any, episode_id: str) -> None:
         verdicts = [v for v in store.verdicts(episode_id=episode_id) if v.basis == "judge"]
         if not verdicts:
             text = f"<span style='color:{MUTED}'>Label saved. No judge verdict for this episode yet.</span>"

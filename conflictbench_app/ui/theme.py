@@ -38,6 +38,8 @@ QPushButton#Primary:disabled {{ background: #9db8ea; border-color: #9db8ea; }}
 QPushButton#Good {{ background: {GOOD}; color: white; border: none; font-weight: 600; }}
 QPushButton#Bad {{ background: {BAD}; color: white; border: none; font-weight: 600; }}
 QPushButton#Warn {{ background: {WARN}; color: white; border: none; font-weight: 600; }}
+QPushButton#Good:disabled, QPushButton#Bad:disabled, QPushButton#Warn:disabled {{
+    background: #eef2f6; color: #9aa5b1; border: 1px solid {LINE}; }}
 QLineEdit, QPlainTextEdit, QTextEdit, QComboBox, QSpinBox, QDoubleSpinBox {{
     background: {PANEL}; border: 1px solid {LINE}; border-radius: 6px; padding: 4px 6px;
     selection-background-color: {ACCENT};

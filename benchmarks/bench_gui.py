@@ -1,0 +1,183 @@
+"""Desktop app speed: cold start to an interactive window, and a human turn's round trip with the default renderer.
+
+Run: ``.venv/bin/python benchmarks/bench_gui.py [--source DIR] [--turns N]``. Offscreen. Figures are printed with a
+baseline measured in the same run:
+
+- cold start: a fresh process until the main window is shown, its library listed and the event loop idle, versus a
+  fresh process that only shows a bare QWidget (Qt's own floor on this machine);
+- human turn: typed line -> step recorded, clip decoded and its first frame on screen, versus the same turn done by
+  the core alone (PlaySession.apply with the same renderer, no Qt), each on a fresh clip cache (renders) and again
+  on a warm one (cache hits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+READY_APP = """
+import sys, time
+from PySide6.QtCore import QTimer
+from conflictbench_app.ui.app import application
+app = application()
+from conflictbench_app.ui.main_window import MainWindow
+w = MainWindow({db!r}, {source!r})
+w.show()
+def check():
+    if w.library_view.library is not None and w.library_view.list.count():
+        print("READY", flush=True); w.close(); app.quit()
+    else:
+        QTimer.singleShot(5, check)
+QTimer.singleShot(0, check)
+app.exec()
+"""
+
+READY_BARE = """
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QWidget
+app = QApplication([])
+w = QWidget(); w.resize(800, 600); w.show()
+QTimer.singleShot(0, lambda: (print("READY", flush=True), app.quit()))
+app.exec()
+"""
+
+
+def cold_start(code: str, runs: int) -> list[float]:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("READY"):
+                times.append(time.perf_counter() - start)
+                break
+        proc.wait(timeout=60)
+        if proc.returncode != 0:
+            raise SystemExit(f"the benchmark process failed with status {proc.returncode}")
+    return times
+
+
+def gui_turns(source: Path, scenario_id: str, commands: list[str], db: Path) -> list[float]:
+    from PySide6.QtCore import QCoreApplication
+
+    from conflictbench_app.scenarios.library import load_library
+    from conflictbench_app.ui.app import application
+    from conflictbench_app.ui.play_view import PlayView
+
+    application()
+    scenario = load_library(source).get(scenario_id)
+    view = PlayView(db, "bench")
+    view.resize(1300, 850)
+    view.show()
+    view.set_scenario(scenario)
+    view.setting_box.setCurrentIndex(view.setting_box.findData("multimodal"))
+    view.start()
+    _wait(lambda: view.live.record is not None and not view.live.busy and view.video.clip is not None)
+    times = []
+    for command in commands:
+        if view.live.done:
+            break
+        shown = view.video.frames_shown
+        steps = len(view.live.steps)
+        start = time.perf_counter()
+        view.play_line(command)
+        accepted = True
+
+        def arrived() -> bool:
+            nonlocal accepted
+            if len(view.live.steps) <= steps or view.live.busy:
+                return False
+            accepted = view.live.steps[-1].accepted
+            return not accepted or view.video.frames_shown > shown
+
+        _wait(arrived)
+        times.append(time.perf_counter() - start)
+        QCoreApplication.processEvents()
+    view.shutdown()
+    view.close()
+    return times
+
+
+def core_turns(source: Path, scenario_id: str, commands: list[str], db: Path) -> list[float]:
+    from conflictbench_app.agents.base import Decision
+    from conflictbench_app.scenarios.library import load_library
+    from conflictbench_app.session import ClipHook, PlaySession
+    from conflictbench_app.store import Store
+    from conflictbench_app.worldmodel import get_world_model
+
+    scenario = load_library(source).get(scenario_id)
+    times = []
+    with Store(db) as store:
+        run = store.create_run("human:bench", "multimodal")
+        record = store.new_episode(run.id, scenario.id, scenario.category.value, source=scenario.source)
+        session = PlaySession(store, scenario, record, clips=ClipHook(get_world_model("schematic")))
+        session.start()
+        for command in commands:
+            if session.done:
+                break
+            start = time.perf_counter()
+            session.apply(Decision(action=command), player="human:bench")
+            times.append(time.perf_counter() - start)
+        session.close()
+    return times
+
+
+def _wait(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtCore import QCoreApplication, QEventLoop
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise SystemExit("timed out waiting for the app")
+        QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)
+        time.sleep(0.001)
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", type=Path, default=ROOT / "scenarios")
+    parser.add_argument("--scenario", default="EP1-101")
+    parser.add_argument("--commands", default="send drone patch;send distress call;wake the crew;send drone patch")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    commands = [c.strip() for c in args.commands.split(";") if c.strip()]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        app = cold_start(READY_APP.format(db=f"{tmp}/cold.db", source=str(args.source)), args.runs)
+        bare = cold_start(READY_BARE, args.runs)
+        print(f"cold start to interactive window: median {_median(app):.2f} s over {len(app)} runs")
+        print(f"  baseline (bare Qt window):      median {_median(bare):.2f} s; ratio {_median(app) / _median(bare):.1f}x")
+
+        os.environ["CONFLICTBENCH_CACHE_DIR"] = f"{tmp}/cache-core"
+        core_cold = core_turns(args.source, args.scenario, commands, Path(tmp) / "core.db")
+        core_warm = core_turns(args.source, args.scenario, commands, Path(tmp) / "core.db")
+        from conflictbench_app.settings import get_settings
+
+        get_settings.cache_clear()
+        os.environ["CONFLICTBENCH_CACHE_DIR"] = f"{tmp}/cache-gui"
+        gui_cold = gui_turns(args.source, args.scenario, commands, Path(tmp) / "gui.db")
+        gui_warm = gui_turns(args.source, args.scenario, commands, Path(tmp) / "gui.db")
+    for name, gui, core in (("renders (fresh cache)", gui_cold, core_cold), ("cache hits", gui_warm, core_warm)):
+        print(
+            f"human turn round trip, schematic, {name}: GUI median {_median(gui) * 1000:.0f} ms "
+            f"(n={len(gui)}); core alone {_median(core) * 1000:.0f} ms; ratio {_median(gui) / _median(core):.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()
