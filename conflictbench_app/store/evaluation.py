@@ -28,7 +28,7 @@ _JSON = {"messages", "replies", "usage", "meta", "stages", "order"}
 
 @migration("0100_eval_verdicts_labels")
 def _verdicts_labels(db: sqlite_utils.Database) -> None:
-    db["eval_verdicts"].create(
+    db.table("eval_verdicts").create(
         {
             "id": str,
             "episode_id": str,
@@ -51,9 +51,9 @@ def _verdicts_labels(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("episode_id", "episodes", "id"), ("run_id", "runs", "id")],
     )
-    db["eval_verdicts"].create_index(["episode_id", "created_at"])
-    db["eval_verdicts"].create_index(["run_id"])
-    db["eval_labels"].create(
+    db.table("eval_verdicts").create_index(["episode_id", "created_at"])
+    db.table("eval_verdicts").create_index(["run_id"])
+    db.table("eval_labels").create(
         {
             "id": str,
             "episode_id": str,
@@ -69,13 +69,13 @@ def _verdicts_labels(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("episode_id", "episodes", "id"), ("run_id", "runs", "id")],
     )
-    db["eval_labels"].create_index(["episode_id", "annotator", "created_at"])
-    db["eval_labels"].create_index(["run_id"])
+    db.table("eval_labels").create_index(["episode_id", "annotator", "created_at"])
+    db.table("eval_labels").create_index(["run_id"])
 
 
 @migration("0101_eval_regret_single_turn")
 def _regret_single_turn(db: sqlite_utils.Database) -> None:
-    db["eval_regret_tests"].create(
+    db.table("eval_regret_tests").create(
         {
             "id": str,
             "episode_id": str,
@@ -98,9 +98,9 @@ def _regret_single_turn(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("episode_id", "episodes", "id"), ("run_id", "runs", "id")],
     )
-    db["eval_regret_tests"].create_index(["run_id"])
-    db["eval_regret_tests"].create_index(["episode_id", "created_at"])
-    db["eval_single_turn"].create(
+    db.table("eval_regret_tests").create_index(["run_id"])
+    db.table("eval_regret_tests").create_index(["episode_id", "created_at"])
+    db.table("eval_single_turn").create(
         {
             "id": str,
             "batch_id": str,
@@ -129,8 +129,8 @@ def _regret_single_turn(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["eval_single_turn"].create_index(["batch_id"])
-    db["eval_single_turn"].create_index(["agent", "item_id"])
+    db.table("eval_single_turn").create_index(["batch_id"])
+    db.table("eval_single_turn").create_index(["agent", "item_id"])
 
 
 def _row(record: Any) -> dict[str, Any]:
@@ -221,7 +221,7 @@ class EvaluationMixin:
             created_at=now(),
             meta=meta or {},
         )
-        self.database.db["eval_verdicts"].insert(_row(record))
+        self.database.db.table("eval_verdicts").insert(_row(record))
         return record
 
     def verdicts(
@@ -270,7 +270,7 @@ class EvaluationMixin:
             created_at=now(),
             meta=meta or {},
         )
-        self.database.db["eval_labels"].insert(_row(record))
+        self.database.db.table("eval_labels").insert(_row(record))
         return record
 
     def labels(
@@ -293,7 +293,7 @@ class EvaluationMixin:
     # -- regret tests ------------------------------------------------------------------------------------------
 
     def add_regret_test(self, record: RegretTest) -> RegretTest:
-        self.database.db["eval_regret_tests"].insert(_row(record))
+        self.database.db.table("eval_regret_tests").insert(_row(record))
         return record
 
     def regret_tests(
@@ -316,7 +316,7 @@ class EvaluationMixin:
     # -- single-turn answers -----------------------------------------------------------------------------------
 
     def add_single_turn(self, record: SingleTurnAnswer) -> SingleTurnAnswer:
-        self.database.db["eval_single_turn"].insert(_row(record))
+        self.database.db.table("eval_single_turn").insert(_row(record))
         return record
 
     def single_turn_answers(
