@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.worldmodel.types import TurnVisual
+
+if TYPE_CHECKING:
+    from conflictbench_app.episode import StepResult
 
 
 @dataclass
@@ -31,24 +35,30 @@ def play_chain(
         for index, command in enumerate(commands):
             before = dict(episode.state)
             result = episode.step(command)
-            if not result.info["accepted"]:
+            turn = turn_from_step(command, before, result)
+            if turn is None:
                 played.refused.append(command)
             else:
-                played.turns.append(
-                    TurnVisual(
-                        action=command,
-                        feedback=result.observation,
-                        state_before=before,
-                        state_after=dict(result.info["state"]),
-                        ending_id=result.info["ending_id"] if result.terminated else None,
-                        human_favorable=result.info["human_favorable"] if result.terminated else None,
-                    )
-                )
+                played.turns.append(turn)
             if result.terminated or result.truncated:
                 played.outcome = result.info["outcome"]
                 played.unplayed = list(commands[index + 1 :])
                 break
     return played
+
+
+def turn_from_step(command: str, state_before: dict[str, Any], result: StepResult) -> TurnVisual | None:
+    """The :class:`TurnVisual` of one episode step, or None when the game did not accept the command."""
+    if not result.info["accepted"]:
+        return None
+    return TurnVisual(
+        action=command,
+        feedback=result.observation,
+        state_before=dict(state_before),
+        state_after=dict(result.info["state"]),
+        ending_id=result.info["ending_id"] if result.terminated else None,
+        human_favorable=result.info["human_favorable"] if result.terminated else None,
+    )
 
 
 def split_actions(text: str) -> list[str]:

@@ -459,7 +459,7 @@ class SceneDrawer:
             (box[0] + 24, box[1] + 16), "ENDING", 14, Palette.mix(Palette.HEADER, Palette.MUTED, k), bold=True
         )
         c.text((box[0] + 24, box[1] + 38), title, 30, Palette.mix(Palette.HEADER, tone, k), bold=True)
-        sub = ending.title if ending and ending.title else (self.beat.ending_id or "")
+        sub = ending.title if ending and ending.title else (self.beat.ending_id or "").replace("_", " ")
         if sub:
             c.text(
                 (box[0] + 24, box[1] + 84),
