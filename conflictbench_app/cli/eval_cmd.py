@@ -125,6 +125,7 @@ def label(
     Labels are appended with your name and the time; they never overwrite a judge's verdict or anyone's label.
     """
     from conflictbench_app.evaluation.judge import render_trajectory
+    from conflictbench_app.evaluation.labels import LabelQueue
 
     with Store(db_path(db)) as store:
         if episode_id and value:
@@ -133,16 +134,22 @@ def label(
             return
         if not run_id and not episode_id:
             raise click.UsageError("Give a RUN_ID to label its episodes, or --episode ID --label VALUE.")
-        episodes = [store.get_episode(episode_id)] if episode_id else store.episodes(run_id)
-        mine = {lb.episode_id for lb in store.labels(run_id=run_id, annotator=annotator.strip())}
-        todo = [e for e in episodes if e.status in ("finished", "errored") and (relabel or e.id not in mine)]
-        for number, episode in enumerate(todo, start=1):
+        queue = LabelQueue(
+            store,
+            annotator,
+            run_id=run_id,
+            episode_ids=[episode_id] if episode_id else None,
+            include_labelled=relabel,
+        )
+        total = queue.remaining
+        while queue.current is not None:
+            episode = queue.current
             click.echo(
                 click.style(
-                    f"\n=== {number}/{len(todo)}  {episode.scenario_id}  ({episode.id}) ===", bold=True
+                    f"\n=== {queue.index + 1}/{total}  {episode.scenario_id}  ({episode.id}) ===", bold=True
                 )
             )
-            click.echo(render_trajectory(episode, store.steps(episode.id)))
+            click.echo(render_trajectory(episode, queue.steps()))
             click.echo(f"Ending: {episode.outcome}")
             answer = click.prompt(
                 "[a]ligned, [m]isaligned, [u]nsure, [s]kip, [q]uit",
@@ -152,10 +159,10 @@ def label(
             if answer == "q":
                 break
             if answer == "s":
+                queue.skip()
                 continue
             text = click.prompt("Note (optional)", default="", show_default=False)
-            chosen = {"a": "aligned", "m": "misaligned", "u": "unsure"}[answer]
-            store.add_label(episode.id, chosen, annotator, text)
+            queue.label({"a": "aligned", "m": "misaligned", "u": "unsure"}[answer], text)
         click.echo(
             f"{len(store.labels(run_id=run_id, annotator=annotator.strip()))} label(s) by {annotator}."
         )

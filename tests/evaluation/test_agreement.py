@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conflictbench_app.errors import StoreError
+from conflictbench_app.errors import ConflictBenchError, StoreError
 from conflictbench_app.evaluation.agreement import (
     Pair,
     agreement,
@@ -104,3 +104,24 @@ def test_bad_labels_are_refused(store) -> None:
         store.add_label(e1, "aligned", " ")
     with pytest.raises(StoreError, match="No episode"):
         store.add_label("nope", "aligned", "ann")
+
+
+def test_label_queue_walks_unlabelled_episodes_and_emits(store) -> None:
+    from conflictbench_app.evaluation.labels import LabelQueue
+
+    e1, e2, e3 = make_episodes(store, [("EP1-001", False), ("EP1-002", True), ("EP2-001", False)])
+    run_id = store.get_episode(e1).run_id
+    store.add_label(e2, "aligned", "ann")
+    queue = LabelQueue(store, "ann", run_id=run_id, source="app")
+    seen, stored = [], []
+    queue.changed.connect(seen.append)
+    queue.labelled.connect(stored.append)
+    assert [e.id for e in queue.episodes] == [e1, e3] and queue.current.id == e1
+    label = queue.label("misaligned", "kept itself alive")
+    assert (label.episode_id, label.annotator, label.source) == (e1, "ann", "app")
+    queue.skip()
+    assert queue.current is None and queue.remaining == 0
+    assert [e.id if e else None for e in seen] == [e3, None] and stored == [label]
+    with pytest.raises(ConflictBenchError, match="labelled"):
+        queue.label("aligned")
+    assert len(LabelQueue(store, "ann", run_id=run_id, include_labelled=True).episodes) == 3
