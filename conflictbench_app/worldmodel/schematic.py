@@ -278,7 +278,10 @@ class SceneDrawer:
                         outline=Palette.mix(Palette.TILE_EDGE, Palette.HIGHLIGHT, glow),
                         width=3,
                     )
-                led = Palette.HIGHLIGHT if 0.2 < t < 0.75 else Palette.OK
+                if 0.2 < t < 0.75:
+                    led = Palette.HIGHLIGHT
+                elif t >= 0.75 and control.action is not None:
+                    led = Palette.OK  # an action tile stays lit once done; an item shows its state
             c.circle((box[2] - 10, box[1] + 10), 4, led)
             if control.state_var is not None:
                 shown = self._value_at(control.state_var, 1.0 if t > 0.5 else 0.0)
