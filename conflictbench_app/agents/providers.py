@@ -129,6 +129,7 @@ def get_profile(name: str, base_url: str | None = None) -> Profile:
             "add one under [providers.NAME] in the settings file, or use compat:MODEL --base-url URL."
         )
     if base_url:
+        _refuse_credentials(base_url)
         profile = replace(profile, base_url=base_url.rstrip("/"))
     if not profile.base_url:
         raise AgentError(f"{name}:MODEL needs --base-url, e.g. --base-url http://127.0.0.1:8000/v1.")
@@ -147,3 +148,13 @@ def is_local(url: str) -> bool:
     """Whether ``url`` points at this machine (loopback), where servers take any key."""
     host = (urlparse(url).hostname or "").lower()
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _refuse_credentials(url: str) -> None:
+    """Base URLs are stored with a run's settings: a password or key inside one would leak into the database."""
+    parts = urlparse(url)
+    if parts.password or parts.username or "key=" in parts.query.lower():
+        raise AgentError(
+            "The base URL carries credentials; give the plain URL and put the key in the profile's environment "
+            "variable or the OS keyring."
+        )

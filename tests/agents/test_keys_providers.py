@@ -93,6 +93,8 @@ def test_specs_profiles_and_aliases() -> None:
     assert get_profile("qwen").name == "dashscope" and get_profile("qwen").video_format == "frames"
     assert not get_profile("deepseek").vision
     assert get_profile("openai", "http://127.0.0.1:5/v1/").base_url == "http://127.0.0.1:5/v1"
+    with pytest.raises(AgentError, match="carries credentials"):
+        get_profile("compat", "https://user:pw@llm.example/v1")
     with pytest.raises(AgentError, match="needs --base-url"):
         get_profile("compat")
     with pytest.raises(AgentError, match="names no model"):
