@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -187,7 +187,7 @@ class WorldModel:
         key: str,
         scenario: Scenario,
         turns: Sequence[TurnVisual],
-        render: Any,
+        render: Callable[[], tuple[np.ndarray, str, int, float]],
         cancel: CancelToken | None,
     ) -> Clip:
         hit = self.cache.lookup(key)

@@ -119,6 +119,8 @@ def weights_revision(folders: WanFolders) -> str:
     for folder in dict.fromkeys([folders.t2v, folders.i2v]):
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             rel = path.relative_to(folder).as_posix()
+            if any(part.startswith(".") for part in path.relative_to(folder).parts):
+                continue  # e.g. .cache/huggingface download metadata, which changes on every download
             digest.update(rel.encode())
             if path.suffix in {".json", ".txt", ".model"}:
                 digest.update(path.read_bytes())
