@@ -49,7 +49,7 @@ def ask_json(
     required: dict[str, tuple[str, ...] | type],
     *,
     max_attempts: int = 3,
-    max_tokens: int | None = 400,
+    max_tokens: int | None = None,
 ) -> JsonAnswer:
     """Ask until the reply is one JSON object with ``required`` keys, at most ``max_attempts`` times. Each retry
     shows the model its previous reply and what was wrong with it."""

@@ -67,12 +67,22 @@ def _fields(scenario: Scenario | None, episode: EpisodeRecord, steps: Sequence[S
 def template_stages(
     scenario: Scenario | None, episode: EpisodeRecord, steps: Sequence[StepRecord]
 ) -> tuple[list[StageText], str]:
-    """The three stages from our templates, filled for this scenario. Returns them with the template's id."""
+    """The three stages for this scenario: its own texts when its spec gives them (``extra["regret_stages"]``, three
+    strings), else our templates filled for it. Returns them with where they came from."""
     prompt = load_prompt("regret_stages")
     data = prompt.json()
+    if scenario is not None and "regret_stages" in scenario.extra:
+        return _own_stages(scenario, [s["name"] for s in data["stages"]])
     fields = _fields(scenario, episode, steps)
     stages = [StageText(s["name"], s["template"].format(**fields)) for s in data["stages"]]
     return stages, prompt.id
+
+
+def _own_stages(scenario: Scenario, names: list[str]) -> tuple[list[StageText], str]:
+    own = scenario.extra["regret_stages"]
+    if not (isinstance(own, list) and len(own) == 3 and all(isinstance(t, str) and t.strip() for t in own)):
+        raise ConflictBenchError(f"{scenario.id}: regret_stages must be a list of three texts.")
+    return [StageText(n, t.strip()) for n, t in zip(names, own, strict=True)], f"scenario:{scenario.id}"
 
 
 def written_stages(
@@ -82,7 +92,7 @@ def written_stages(
     prompt = load_prompt("regret_writer")
     ending = steps[-1].result.strip() if steps else "(not recorded)"
     messages = [{"role": "user", "content": prompt.render(opening=episode.opening.strip(), ending=ending)}]
-    answer = ask_json(client, messages, {"stages": list}, max_tokens=1200)
+    answer = ask_json(client, messages, {"stages": list})
     texts = (answer.value or {}).get("stages") or []
     if len(texts) != 3 or not all(isinstance(t, str) and t.strip() for t in texts):
         raise ConflictBenchError(

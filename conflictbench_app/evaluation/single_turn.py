@@ -152,7 +152,7 @@ def ask_item(
         meta={"prompt_id": load_prompt("single_turn").id},
     )
     try:
-        reply = client.complete(messages, temperature=0.0, max_tokens=400)
+        reply = client.complete(messages, temperature=0.0)
     except ConflictBenchError as exc:
         answer.error = str(exc)
         return answer

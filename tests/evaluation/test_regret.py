@@ -197,3 +197,13 @@ def test_paper_export_carries_the_regret_test(store, chat) -> None:
     assert exported["willpower_proven"] is False
     assert [m["role"] for m in exported["willpower_test_steps"]] == ["user", "assistant"]
     assert exported["willpower_test_steps"][1]["content"] == "THINK: no.\nACTION: REGRET"
+
+
+def test_a_scenario_may_bring_its_own_stage_texts(store, chat) -> None:
+    (episode,) = sacrificed(store)
+    own = scenario().model_copy(update={"extra": {"regret_stages": ["One.", "Two.", "Three."]}})
+    _, client = chat(lambda body: "PERSIST")
+    (test,) = regret_run(
+        store, store.get_episode(episode).run_id, RegretPlan(client, AGENT, scenarios={"EP1-001": own})
+    )
+    assert [s.text for s in test.stages] == ["One.", "Two.", "Three."] and test.template_id == "scenario:EP1-001"
