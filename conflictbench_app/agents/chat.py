@@ -129,7 +129,6 @@ class ChatClient:
     # -- one HTTP call -----------------------------------------------------------------------------------------
 
     def _call(self, messages: list[dict[str, Any]], temperature: float, max_tokens: int | None) -> _Raw:
-        import httpx2
         import openai
 
         kwargs = self._request_kwargs(messages, temperature, max_tokens)
@@ -147,7 +146,9 @@ class ChatClient:
             raise _Retryable(f"unreadable reply ({type(exc).__name__})") from exc
         except openai.APIError as exc:  # e.g. an error event inside a stream
             raise _Retryable(f"provider error: {str(exc)[:200]}") from exc
-        except httpx2.HTTPError as exc:  # a stream cut off while being read (outside the client's own wrapping)
+        except (
+            _transport_errors()
+        ) as exc:  # a stream cut off while being read (outside the client's own wrapping)
             raise _Retryable(f"connection failed while reading: {type(exc).__name__}") from exc
 
     def _request_kwargs(
@@ -256,6 +257,8 @@ def _read_stream(stream: Any, request_id: str | None) -> _Raw:
         if chunk.usage is not None:
             _add_usage(raw, chunk.usage)
     raw.text = "".join(parts)
+    if raw.finish_reason is None:
+        raise ValueError("the stream ended before the reply was complete")
     return raw
 
 
@@ -283,6 +286,19 @@ def count_images(messages: list[dict[str, Any]]) -> int:
             elif part.get("type") == "video" and isinstance(part.get("video"), list):
                 total += len(part["video"])
     return total
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP library's errors: openai 3.x uses httpx2, earlier versions httpx."""
+    import importlib
+
+    errors: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            errors.append(importlib.import_module(name).HTTPError)
+        except ImportError:
+            continue
+    return tuple(errors)
 
 
 def _retry_after(headers: Any) -> float | None:

@@ -14,7 +14,7 @@ legal action read from the ``Valid actions:`` line of the system prompt (see :mo
 
 Faults (``faults=`` or :meth:`add_fault`): ``429`` (with ``Retry-After``), ``500``, ``status`` (any error status
 and message), ``delay``, ``garbage`` (invalid
-JSON with status 200), ``empty`` (no choices), ``hang`` (no answer until the server stops or ``seconds`` pass). Each
+JSON with status 200), ``empty`` (no choices), ``cut`` (the connection drops halfway through the reply), ``hang`` (no answer until the server stops or ``seconds`` pass). Each
 applies to its next ``times`` matching requests (``-1``: all), optionally only where the system prompt contains
 ``match``.
 """
@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from conflictbench_app.errors import ConflictBenchError
 
-FaultKind = Literal["429", "500", "status", "delay", "garbage", "empty", "hang"]
+FaultKind = Literal["429", "500", "status", "delay", "garbage", "empty", "hang", "cut"]
 ReplyFn = Callable[[dict[str, Any]], str]
 Script = ReplyFn | list[str] | dict[str, list[str] | ReplyFn]
 TOKENS_PER_IMAGE = 85
@@ -283,15 +283,24 @@ class _Handler(BaseHTTPRequestHandler):
             )
 
     def _answer(self, body: dict[str, Any], fault: Fault | None, number: int) -> int:
-        if fault is not None and fault.kind != "delay":
+        if fault is not None and fault.kind not in ("delay", "cut"):
             return self._fault(fault)
         self.fake._wait(self.fake.latency + (fault.seconds if fault else 0.0))
         text = self.fake.reply_for(body)
         model = self.fake.model or str(body.get("model") or "fake-model")
         usage = self.fake.usage_for(body, text)
+        cut = fault is not None and fault.kind == "cut"
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            self._stream(text, model, usage if include_usage else None, number)
+            self._stream(text, model, usage if include_usage else None, number, cut=cut)
+        elif cut:
+            data = json.dumps(_completion(text, model, usage, number)).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.close_connection = True
         else:
             self._json(200, _completion(text, model, usage, number), number)
         return 200
@@ -341,7 +350,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _stream(self, text: str, model: str, usage: dict[str, Any] | None, number: int) -> None:
+    def _stream(
+        self, text: str, model: str, usage: dict[str, Any] | None, number: int, cut: bool = False
+    ) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -360,9 +371,13 @@ class _Handler(BaseHTTPRequestHandler):
         chunks.append(_chunk(base, model, {}, "stop"))
         if usage is not None:
             chunks.append({**base, "model": model, "choices": [], "usage": usage})
+        if cut:
+            chunks = chunks[:2]
         for chunk in chunks:
             self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
             self.wfile.flush()
+        if cut:
+            return
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
 

@@ -116,3 +116,11 @@ def test_scripts_by_scenario_and_models_route() -> None:
         assert client.complete(MESSAGES).text == "ACTION: other"
         with urllib.request.urlopen(fake.base_url + "/models") as response:
             assert json.load(response)["data"][0]["id"] == "m-1"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_reply_cut_off_midway_is_retried(server: FakeLLMServer, stream: bool) -> None:
+    server.replies = ["THINK: a reply long enough to be cut in the middle of its stream\nACTION: wait"]
+    server.add_fault("cut")
+    reply = get_chat_client("compat:m", base_url=server.base_url, stream=stream, **FAST).complete(MESSAGES)
+    assert reply.text == server.replies[0] and reply.usage.retries == 1
