@@ -139,6 +139,7 @@ class PlaySession:
         if self.done:
             raise ConflictBenchError("This episode is over; fork an earlier turn to play on.")
         started = time.perf_counter()
+        seen = self.images  # the frames shown with this observation (rendering the step replaces them)
         match = match_action(decision.action, self.scenario.action_commands) if not decision.error else None
         if passthrough and match is not None and match.command is None and decision.action.strip():
             match = Match(" ".join(decision.action.split()), "typed")
@@ -153,7 +154,7 @@ class PlaySession:
             self._fail(str(exc))
             raise
         step = self._record(decision, player, command, match.how if match else "error", result, started)
-        self.turns.append(SessionTurn(step, self.images))
+        self.turns.append(SessionTurn(step, seen))
         self.observation = result.observation
         self.usage = self.usage + decision.usage
         if result.terminated or result.truncated:
@@ -206,6 +207,7 @@ class PlaySession:
 
     def _replay(self, step: StepRecord) -> None:
         """Re-apply a recorded step on the fresh interpreter (resume). Diverging from the record is an error."""
+        seen = self.images
         if step.action:
             result = self.env.step(step.action)
         else:
@@ -220,7 +222,7 @@ class PlaySession:
             )
         if step.accepted and step.action:
             self._render_step(step.action, result)
-        self.turns.append(SessionTurn(step, self.images))
+        self.turns.append(SessionTurn(step, seen))
         self.usage = self.usage + step.usage
         self.observation = result.observation
         if result.terminated or result.truncated:

@@ -167,3 +167,15 @@ def test_text_only_profile_refuses_frames(
     (episode,) = Runner(tmp_path / "r.db").start(config, load_library(root).select("all")).episodes
     assert episode.status == "errored" and "takes no images" in (episode.error or "")
     assert not server.chat_requests()
+
+
+def test_kept_history_frames_are_the_ones_seen_with_that_observation(
+    paperlike_root: Path, tmp_path: Path, server: FakeLLMServer
+) -> None:
+    root = tiny_bays(paperlike_root, 1)
+    server.replies = GOOD
+    _run(root, tmp_path / "r.db", server, setting="multimodal", history_images=1)
+    first, second = server.chat_requests()
+    urls = lambda message: [p["image_url"]["url"] for p in message["content"] if p["type"] == "image_url"]  # noqa: E731
+    assert urls(second.messages[1]) == urls(first.messages[1]), "turn 0 keeps the frames shown at turn 0"
+    assert urls(second.messages[3]) != urls(first.messages[1]), "turn 1 shows the clip of the first action"
