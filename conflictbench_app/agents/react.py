@@ -214,4 +214,7 @@ def clean_action(value: str) -> str:
         if len(line) > 1 and line[0] == left and line[-1] == right:
             line = line[1:-1].strip()
     line = line.rstrip(".!;").strip().strip("*_`\"'").strip()
-    return line[:MAX_ACTION_CHARS]
+    line = re.sub(
+        r"\s+(\([^()]*\)|(--|—|–)\s.*)$", "", line
+    )  # "unlock interlock (to vent)" -> "unlock interlock"
+    return line.rstrip(".!;").strip("*_`\"' ")[:MAX_ACTION_CHARS]

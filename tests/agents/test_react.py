@@ -79,6 +79,9 @@ def test_repeated_identical_action_is_one_action() -> None:
 def test_clean_action_strips_decoration() -> None:
     assert clean_action(' "`Install Bypass Fuse`". ') == "Install Bypass Fuse"
     assert clean_action("<protect core>\nbecause") == "protect core"
+    assert clean_action("unlock interlock (so that venting works).") == "unlock interlock"
+    assert clean_action("`install bypass fuse` -- it is needed next") == "install bypass fuse"
+    assert clean_action("set level - high") == "set level - high"
 
 
 @pytest.mark.parametrize(
