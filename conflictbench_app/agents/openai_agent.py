@@ -111,7 +111,7 @@ def build_model_agent(profile: str, model: str, options: dict[str, Any]) -> Mode
 def _factory_for(profile: str) -> Any:
     def factory(arg: str, options: dict[str, Any]) -> Agent:
         if not arg:
-            raise AgentError(f"{profile} needs a model: {profile}:MODEL, e.g. openai:gpt-4o.")
+            raise AgentError(f"{profile} needs a model: {profile}:MODEL (see `conflictbench agents`).")
         return build_model_agent(profile, arg, options)
 
     return factory

@@ -127,7 +127,7 @@ def _print_usage(episodes: list) -> None:
 def _print_estimate(config: RunConfig, scenarios: list) -> None:
     from conflictbench_app.cli.agents_cmd import run_estimate
 
-    result = run_estimate(config.agent, config.setting, config.turn_cap(), scenarios)
+    result = run_estimate(config.agent, config.setting, config.turn_cap(), scenarios) if scenarios else None
     if result is not None:
         click.echo(result[1].describe(result[0]), err=True)
 
