@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
@@ -25,7 +24,6 @@ from .conftest import reactor_scenario
 pytest.importorskip("torch", reason="the wan tests need the [wan] extra (torch)")
 pytest.importorskip("diffusers", reason="the wan tests need the [wan] extra (diffusers)")
 pytestmark = pytest.mark.wan
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 TINY = ClipSpec(frames=9, fps=16, width=64, height=48)
 
