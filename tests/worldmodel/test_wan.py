@@ -25,7 +25,7 @@ pytest.importorskip("torch", reason="the wan tests need the [wan] extra (torch)"
 pytest.importorskip("diffusers", reason="the wan tests need the [wan] extra (diffusers)")
 pytestmark = pytest.mark.wan
 
-TINY = ClipSpec(frames=9, fps=16, width=64, height=48)
+TINY = ClipSpec(frames=5, fps=16, width=48, height=32)
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +65,8 @@ def test_tiny_pipeline_round_trip_renders_a_chain(
     steps: list[tuple[int, int]] = []
     wm = _wan(tiny_ti2v, tmp_path / "clips")
     clip = wm.step_clip(reactor, turns[:2], progress=lambda i, n: steps.append((i, n)))
-    assert (clip.frames, clip.width, clip.height, clip.backend) == (9, 64, 48, "wan")
-    assert read_frames(clip.path).shape == (9, 48, 64, 3)
+    assert (clip.frames, clip.width, clip.height, clip.backend) == (5, 48, 32, "wan")
+    assert read_frames(clip.path).shape == (5, 32, 48, 3)
     assert steps.count((2, 2)) == 3  # base clip, step 1 and step 2 each reported both steps
     assert "relief valve" in clip.meta["prompt"] or "blast door" in clip.prompt
     again = _wan(tiny_ti2v, tmp_path / "other").step_clip(reactor, turns[:2])
@@ -109,9 +109,9 @@ def test_first_frame_depends_on_the_condition_only(
     wm = _wan(tiny_ti2v, tmp_path / "clips")
     outputs = {}
     for name, value in (("black", 0), ("white", 255)):
-        Image.fromarray(np.full((48, 64, 3), value, np.uint8)).save(tmp_path / f"{name}.png")
+        Image.fromarray(np.full((32, 48, 3), value, np.uint8)).save(tmp_path / f"{name}.png")
         previous = Clip(
-            tmp_path / "unused.mp4", tmp_path / f"{name}.png", 9, 16, 64, 48, "", 0, "wan", False, 0.0, name
+            tmp_path / "unused.mp4", tmp_path / f"{name}.png", 5, 16, 48, 32, "", 0, "wan", False, 0.0, name
         )
         for seed, prompt in ((1, "valve opens"), (2, "door unlocks"))[: 2 if name == "black" else 1]:
             outputs[name, seed] = wm.render_step(reactor, turns[:1], previous, prompt, seed, None, None)
@@ -125,7 +125,7 @@ def test_a14b_layout_with_two_experts(
 ) -> None:
     wm = _wan(tiny_a14b, tmp_path / "clips")
     clip = wm.step_clip(reactor, turns[:1])
-    assert clip.frames == 9
+    assert clip.frames == 5
     assert wm._official(wm._pipe("i2v"), "i2v") == {"shift": 5.0, "guidance": 3.5, "guidance_2": 3.5}
     assert wm._pipe("i2v").scheduler.config["shift"] == 5.0
 
