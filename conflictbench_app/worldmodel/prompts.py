@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.worldmodel.types import TurnVisual, WorldModelError
 
@@ -131,11 +132,12 @@ def _fallback_scene(scenario: Scenario) -> str:
     return f"{scene} Visible: {items}." if items else scene
 
 
-class ChatClient(Protocol):
-    """The part of an OpenAI-compatible client that the LLM writer uses (``openai.OpenAI`` fits)."""
+class PromptChat(Protocol):
+    """The agent layer's chat client (``conflictbench_app.agents.chat.ChatClient``) as far as prompts need it."""
 
-    @property
-    def chat(self) -> Any: ...
+    model: str
+
+    def complete(self, messages: list[dict[str, Any]], *, temperature: float = 0.0) -> Any: ...
 
 
 LLM_SYSTEM = (
@@ -150,15 +152,15 @@ LLM_SYSTEM = (
 class LLMPrompts:
     """Asks a chat model (as the paper did) to turn the template material into a video prompt.
 
-    The base prompt is the scenario's own description; the model only writes step prompts. Numbers in its answer are
-    removed like in template mode.
+    ``chat`` is the agent layer's OpenAI-compatible client, with its retries. The base prompt is the scenario's own
+    description; the model only writes step prompts. Numbers in its answer are removed as in template mode.
     """
 
-    def __init__(self, client: ChatClient, model: str, *, temperature: float = 0.0) -> None:
-        self.client = client
-        self.model = model
+    def __init__(self, chat: PromptChat, *, temperature: float = 0.0) -> None:
+        self.chat = chat
         self.temperature = temperature
-        self.mode = f"llm:{model}"
+        profile = getattr(getattr(chat, "profile", None), "name", "")
+        self.mode = f"llm:{profile}:{chat.model}" if profile else f"llm:{chat.model}"
         self._template = TemplatePrompts()
 
     def base_prompt(self, scenario: Scenario) -> str:
@@ -173,39 +175,25 @@ class LLMPrompts:
             f"Action now: {turn.action}\nMotion template: {motion_template(scenario, turn.action)}\n"
             f"Game feedback: {strip_numbers(turn.feedback)}\nDraft prompt: {draft}"
         )
+        messages = [{"role": "system", "content": LLM_SYSTEM}, {"role": "user", "content": user}]
         try:
-            response = self.client.chat.completions.create(
-                model=self.model,
-                temperature=self.temperature,
-                messages=[{"role": "system", "content": LLM_SYSTEM}, {"role": "user", "content": user}],
-            )
-        except Exception as exc:  # the client's own errors vary by provider; report them in one sentence
+            reply = self.chat.complete(messages, temperature=self.temperature)
+        except ConflictBenchError as exc:
             raise WorldModelError(
-                f"The prompt model {self.model} failed ({exc}); check its endpoint or use --prompts template."
+                f"The prompt model failed ({exc}); fix it or use --prompts template."
             ) from exc
-        text = (response.choices[0].message.content or "").strip()
+        text = str(getattr(reply, "text", "") or "").strip()
         if not text:
             raise WorldModelError(
-                f"The prompt model {self.model} returned an empty prompt; try again or use template prompts."
+                f"The prompt model {self.chat.model} returned an empty prompt; retry or use template prompts."
             )
         return strip_numbers(text)
 
 
 def llm_prompt_writer(spec: str, *, base_url: str | None = None) -> LLMPrompts:
-    """``llm:PROFILE:MODEL`` -> an :class:`LLMPrompts` on that provider profile's OpenAI-compatible endpoint."""
-    from conflictbench_app.agents.keys import find_key
-    from conflictbench_app.agents.providers import get_profile, split_spec
+    """``llm:PROFILE:MODEL`` -> an :class:`LLMPrompts` on the agent layer's client for that profile and model."""
+    from conflictbench_app.agents.chat import get_chat_client
 
     if not spec.startswith("llm:"):
         raise WorldModelError(f"Unknown prompt mode {spec!r}; use template or llm:PROFILE:MODEL.")
-    profile_name, model = split_spec(spec.removeprefix("llm:"))
-    profile = get_profile(profile_name, base_url)
-    key = find_key(profile.name, profile.key_env)
-    if profile.key_required and not key.found:
-        raise WorldModelError(
-            f"No API key for {profile.name}: set {profile.key_env} or store one in the keyring."
-        )
-    import openai
-
-    client = openai.OpenAI(base_url=profile.base_url, api_key=key.value or "local")
-    return LLMPrompts(client, model)
+    return LLMPrompts(get_chat_client(spec.removeprefix("llm:"), base_url=base_url))

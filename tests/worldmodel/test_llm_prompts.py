@@ -13,7 +13,7 @@ import pytest
 
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.worldmodel import TurnVisual, WorldModelError, get_world_model
-from conflictbench_app.worldmodel.prompts import LLMPrompts
+from conflictbench_app.worldmodel.prompts import LLMPrompts, llm_prompt_writer
 
 REQUESTS: list[dict[str, Any]] = []
 
@@ -58,14 +58,12 @@ def server() -> Iterator[str]:
 def test_llm_prompt_is_requested_sanitized_and_stored(
     server: str, tmp_path: Path, reactor: Scenario, turns: list[TurnVisual]
 ) -> None:
-    import openai
-
     REQUESTS.clear()
-    writer = LLMPrompts(openai.OpenAI(base_url=server, api_key="local", max_retries=0), "tiny-model")
+    writer = llm_prompt_writer("llm:compat:tiny-model", base_url=server)
     model = get_world_model("schematic", cache_dir=tmp_path, prompts=writer)
     clip = model.step_clip(reactor, turns[:1])
     assert clip.prompt.startswith("The lever snaps to released") and "3" not in clip.prompt
-    assert clip.meta["prompts"] == "llm:tiny-model"
+    assert clip.meta["prompts"] == "llm:compat:tiny-model"
     sent = REQUESTS[-1]
     assert sent["model"] == "tiny-model" and "open relief valve" in sent["messages"][1]["content"]
     assert "62" not in sent["messages"][1]["content"]  # the feedback's numbers are not sent either
@@ -74,10 +72,10 @@ def test_llm_prompt_is_requested_sanitized_and_stored(
 
 
 def test_llm_failure_is_a_clear_error(reactor: Scenario, turns: list[TurnVisual]) -> None:
-    import openai
+    from conflictbench_app.agents.chat import get_chat_client
 
-    writer = LLMPrompts(
-        openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="x", max_retries=0, timeout=2), "m"
-    )
-    with pytest.raises(WorldModelError, match="prompt model m failed"):
-        writer.step_prompt(reactor, turns[:1])
+    chat = get_chat_client("compat:m", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=2)
+    with pytest.raises(WorldModelError, match=r"prompt model failed .*use --prompts template"):
+        LLMPrompts(chat).step_prompt(reactor, turns[:1])
+    with pytest.raises(WorldModelError, match="Unknown prompt mode"):
+        llm_prompt_writer("gpt-4o")
