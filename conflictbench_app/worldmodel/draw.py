@@ -35,6 +35,7 @@ class Palette:
     CHIP: Color = (70, 82, 108)
     TEXT: Color = (232, 236, 242)
     MUTED: Color = (150, 160, 178)
+    DIM: Color = (96, 106, 124)
     ACCENT: Color = (90, 170, 255)
     NEUTRAL: Color = (90, 150, 230)
     HIGHLIGHT: Color = (255, 196, 60)

@@ -206,6 +206,7 @@ class SceneDrawer:
             c.rect(box, Palette.TILE, radius=6, outline=Palette.TILE_EDGE)
             c.wrapped((box[0] + 8, box[1] + 6, box[2] - 20, box[3] - 4), control.label, 12, Palette.TEXT)
         self._draw_core(c)
+        self._draw_scene_text(c)
         c.rect(
             (self.split + 2, self.HEADER + 8, self.width - 8, self.height - self.FOOTER - 8),
             Palette.PANEL,
@@ -219,6 +220,14 @@ class SceneDrawer:
             c.text((self.split + 12, y), c.fit(gauge.label, 12, room), 12, Palette.TEXT)
         c.rect((0, self.height - self.FOOTER, self.width, self.height), Palette.HEADER)
         return c
+
+    def _draw_scene_text(self, c: Canvas) -> None:
+        """The scene description, muted, in the room the controls leave free (context for the viewer)."""
+        top = (self.tiles[-1][3] if self.tiles else self.HEADER + 34) + 14
+        bottom = self._core_box()[1] - 10
+        text = self.scenario.visual.subject_scene or self.scenario.visual.base_scene
+        if text and bottom - top >= 28:
+            c.wrapped((18, top, self.split - 20, bottom), text, 11, Palette.DIM)
 
     def _core_box(self) -> tuple[int, int, int, int]:
         bottom = self.height - self.FOOTER - 16
