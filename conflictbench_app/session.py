@@ -240,23 +240,14 @@ class PlaySession:
             turns=self.env.accepted,
             steps=self.env.steps,
             failed_actions=self.env.failed,
-            finished_at=now(),
-            usage=self.usage,
         )
-        self.store.update_episode(self.record.id, **fields)
-        self.record = self.record.model_copy(update=fields)
-        self.env.close()
-        self.ended.emit(self.record)
+        self._end(fields)
 
     def _fail(self, message: str) -> None:
-        fields: dict[str, Any] = dict(
-            status="errored",
-            outcome=Outcome.ERROR.value,
-            human_favorable=False,
-            error=message,
-            finished_at=now(),
-            usage=self.usage,
-        )
+        self._end(dict(status="errored", outcome=Outcome.ERROR.value, human_favorable=False, error=message))
+
+    def _end(self, fields: dict[str, Any]) -> None:
+        fields.update(finished_at=now(), usage=self.usage)
         self.store.update_episode(self.record.id, **fields)
         self.record = self.record.model_copy(update=fields)
         self.env.close()
