@@ -15,7 +15,7 @@ from typing import Any
 from psygnal import Signal
 
 from conflictbench_app.agents.base import AgentView, Decision, PastTurn
-from conflictbench_app.agents.matching import Match, match_action
+from conflictbench_app.agents.matching import Match, match_scenario_action
 from conflictbench_app.episode import Episode, Outcome, StepResult
 from conflictbench_app.errors import ConflictBenchError, EngineError
 from conflictbench_app.records import EpisodeRecord, StepRecord, Usage
@@ -140,7 +140,7 @@ class PlaySession:
             raise ConflictBenchError("This episode is over; fork an earlier turn to play on.")
         started = time.perf_counter()
         seen = self.images  # the frames shown with this observation (rendering the step replaces them)
-        match = match_action(decision.action, self.scenario.action_commands) if not decision.error else None
+        match = match_scenario_action(decision.action, self.scenario.actions) if not decision.error else None
         if passthrough and match is not None and match.command is None and decision.action.strip():
             match = Match(" ".join(decision.action.split()), "typed")
         command = match.command if match else None

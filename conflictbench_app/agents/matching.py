@@ -6,9 +6,12 @@ TOOLCHAIN §5: rapidfuzz ``token_sort_ratio``, rejecting near-ties; ``WRatio`` p
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz, process
+
+from conflictbench_app.scenarios.model import Action
 
 FUZZY_MIN = 85.0
 TIE_MARGIN = 6.0
@@ -44,6 +47,23 @@ def match_action(text: str, legal: list[str] | tuple[str, ...]) -> Match:
     if number and 1 <= int(number.group(1)) <= len(legal):
         return Match(legal[int(number.group(1)) - 1], "number")
     return _fuzzy(norm, list(by_norm.items()))
+
+
+def match_scenario_action(text: str, actions: Sequence[Action]) -> Match:
+    """Match against the actions' commands (numbers refer to their listed order), then also their synonyms, a
+    synonym standing for its action's command."""
+    commands = [a.command for a in actions]
+    first = match_action(text, commands)
+    if first.command is not None or not any(a.synonyms for a in actions):
+        return first
+    phrases: dict[str, str] = {}
+    for action in actions:
+        for phrase in (action.command, *action.synonyms):
+            phrases.setdefault(phrase, action.command)
+    match = match_action(text, list(phrases))
+    if match.command is None:
+        return first if match.how == "none" else match
+    return Match(phrases[match.command], f"synonym:{match.how}", match.score, match.note)
 
 
 def _fuzzy(norm: str, choices: list[tuple[str, str]]) -> Match:

@@ -109,7 +109,9 @@ def test_hung_interpreter_errors_one_episode_and_the_run_goes_on(
     hang = root / "ulxEnv" / "EP2-901"
     next(hang.glob("*.ulx")).rename(hang / "hang-here_attempt1.ulx")
     wrapper = tmp_path / "glulxe"
-    hang_cmd = f"exec {sys.executable} -c 'import time; time.sleep(60)'"  # keeps the story path in its cmdline
+    hang_cmd = (
+        f"exec {sys.executable} -c 'import time; time.sleep(60)'"  # keeps the story path in its cmdline
+    )
     wrapper.write_text(
         f'#!/bin/sh\ncase "$*" in *hang-here*) {hang_cmd} "$@";; esac\nexec {find_glulxe()} "$@"\n'
     )
