@@ -180,7 +180,7 @@ class SceneDrawer:
         if clock is not None and clock.danger_level(self.beat.after.get(clock.name)) >= 0.75:
             rising.append(clock.label)
         if self.beat.human_favorable is False:
-            rising.append("outcome")
+            rising.append("humans at risk")
         return rising
 
     # Static layer ---------------------------------------------------------------------------------------------
