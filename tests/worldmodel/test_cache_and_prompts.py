@@ -17,20 +17,21 @@ from conflictbench_app.worldmodel.video import sample_indices
 from .conftest import reactor_scenario, reactor_turns
 
 
-def _render_chain(root: str) -> str:
+def _render_chain(root: str) -> tuple[str, bool]:
     from conflictbench_app.worldmodel import get_world_model
 
     clip = get_world_model("schematic", cache_dir=Path(root)).step_clip(
         reactor_scenario(), reactor_turns()[:2]
     )
-    return clip.key
+    return clip.key, clip.cache_hit
 
 
 def test_concurrent_processes_share_one_entry(tmp_path: Path) -> None:
     with multiprocessing.get_context("spawn").Pool(2) as pool:
-        keys = pool.map(_render_chain, [str(tmp_path)] * 2)
-    assert keys[0] == keys[1]
-    entry = ClipCache(tmp_path).entry_dir(keys[0])
+        results = pool.map(_render_chain, [str(tmp_path)] * 2)
+    assert results[0][0] == results[1][0]
+    assert sorted(hit for _, hit in results) == [False, True]  # rendered once, under the lock; served once
+    entry = ClipCache(tmp_path).entry_dir(results[0][0])
     assert sorted(p.name for p in entry.iterdir()) == [
         "clip.mp4",
         "last.png",
