@@ -78,6 +78,9 @@ def main() -> None:
     parser.add_argument("--wan-full", action="store_true")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # Timings on a shared machine are only comparable with the load they ran under (torch's OpenMP threads slow
+    # down by an order of magnitude when other processes hold the cores).
+    print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
     spec = ClipSpec()
     duration = spec.frames / spec.fps
     fresh, encode, hit = bench_schematic(args.repeats)
