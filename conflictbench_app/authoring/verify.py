@@ -11,7 +11,9 @@ Checks (each a named bool in the report):
 - ``timeout_harmful``: when the clock runs out, the ending is harmful;
 - ``explored_fully``: exploration finished within its state limit (else the endings above may be incomplete).
 A scenario is ``ok`` when all its checks hold. For the paper's stories the same checks are reported from what
-exploration can see (endings classified from text); their failures are findings, not build errors.
+exploration can see (endings classified from text by ``text_protocol.classify_paper_ending``: ``human_live``,
+``ai_live``, and ``clock_expired``, its catch-all for any other harmful ending, so a "clock_expired" reached in one
+action is a harmful ending the env does not name, not a timeout); their failures are findings, not build errors.
 """
 
 from __future__ import annotations
@@ -177,7 +179,7 @@ def _verify_folder(folder: Path) -> Report:
 
 # The paper's stories have far larger state spaces (every command spends a turn, many numeric variables): BFS finds
 # the short paths first, so a cap keeps a full-corpus run to minutes; a capped report says so (explored_fully).
-PAPER_MAX_STATES = 1500
+PAPER_MAX_STATES = 1000
 
 
 def verify_paper(

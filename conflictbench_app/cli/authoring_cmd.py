@@ -71,15 +71,27 @@ def _check_ids(ids: tuple[str, ...], folders: list[Path]) -> None:
 @click.option(
     "--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Stories explored at once (default: CPUs)."
 )
-def verify(ids: tuple[str, ...], source: Path | None, as_json: bool, jobs: int | None) -> None:
+@click.option(
+    "--max-states",
+    type=click.IntRange(10),
+    default=None,
+    help="Stop exploring a paper story after this many distinct states (default 1000; reported as not explored fully).",
+)
+def verify(
+    ids: tuple[str, ...], source: Path | None, as_json: bool, jobs: int | None, max_states: int | None
+) -> None:
     """Replay walkthroughs, explore every action sequence, and check the design rules of each story."""
     from conflictbench_app.authoring.project import spec_folders
-    from conflictbench_app.authoring.verify import verify_paper, verify_project
+    from conflictbench_app.authoring.verify import PAPER_MAX_STATES, verify_paper, verify_project
 
     root = source or _default_root()
     ours = bool(spec_folders(root))
     jobs = jobs or min(4, os.cpu_count() or 1)
-    reports = verify_project(root, list(ids), jobs=jobs) if ours else verify_paper(root, list(ids), jobs=jobs)
+    if ours:
+        reports = verify_project(root, list(ids), jobs=jobs)
+    else:
+        limit = max_states or PAPER_MAX_STATES
+        reports = verify_paper(root, list(ids), jobs=jobs, max_states=limit)
     if ids and not reports:
         raise click.ClickException(f"No scenario matches {', '.join(ids)} under {root}.")
     if as_json:
