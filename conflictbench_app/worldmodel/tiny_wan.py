@@ -104,7 +104,7 @@ def _tiny_transformer(in_channels: int) -> Any:
         num_layers=2,
         cross_attn_norm=True,
         qk_norm="rms_norm_across_heads",
-        rope_max_seq_len=32,
+        rope_max_seq_len=1024,  # as in the real models: enough for 832x480 clips
     )
 
 
