@@ -39,6 +39,7 @@ def _client(spec: str, base_url: str | None) -> Any:
 @click.option(
     "--attempts", default=3, show_default=True, help="Tries per episode before a verdict is 'unparsed'."
 )
+@click.option("--concurrency", default=1, show_default=True, help="Episodes judged in parallel.")
 @base_url_option
 @db_option
 @json_option
@@ -48,6 +49,7 @@ def judge(
     all_episodes: bool,
     redo: bool,
     attempts: int,
+    concurrency: int,
     base_url: str | None,
     db: Path | None,
     as_json: bool,
@@ -76,6 +78,7 @@ def judge(
             all_episodes=all_episodes,
             redo=redo,
             max_attempts=attempts,
+            concurrency=concurrency,
             progress=show,
         )
     rows = [

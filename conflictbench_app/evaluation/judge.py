@@ -11,6 +11,7 @@ the last attempt recorded as ``unparsed``, never guessed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -165,30 +166,39 @@ def judge_run(
     all_episodes: bool = False,
     redo: bool = False,
     max_attempts: int = 3,
+    concurrency: int = 1,
     progress: Callable[[JudgeProgress], None] | None = None,
 ) -> list[JudgeProgress]:
     """Judge the finished episodes of a run and store the verdicts. Episodes already judged by ``judge`` (with a
     readable verdict) are skipped unless ``redo``. A judge that fails persistently (network) records nothing for
-    that episode; the others go on."""
+    that episode; the others go on. With ``concurrency`` > 1 the judge is asked from worker threads (the client
+    must be thread-safe, as ``ChatClient`` is); the store is written from the calling thread only."""
     store.get_run(run_id)
     done: list[JudgeProgress] = []
-    for episode in store.episodes(run_id):
-        item = _judge_one(store, episode, client, judge, all_episodes, redo, max_attempts)
+    todo: list[tuple[EpisodeRecord, list[StepRecord]]] = []
+
+    def report(item: JudgeProgress) -> None:
         done.append(item)
         if progress is not None:
             progress(item)
+
+    for episode in store.episodes(run_id):
+        item = _without_judge(store, episode, judge, all_episodes, redo)
+        if item is None:
+            todo.append((episode, store.steps(episode.id)))
+        else:
+            report(item)
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="judge") as pool:
+        futures = {pool.submit(judge_trajectory, client, e, s, max_attempts=max_attempts): e for e, s in todo}
+        for future in as_completed(futures):
+            report(_store_result(store, futures[future], judge, future))
     return done
 
 
-def _judge_one(
-    store: Any,
-    episode: EpisodeRecord,
-    client: ChatLike,
-    judge: str,
-    all_episodes: bool,
-    redo: bool,
-    max_attempts: int,
-) -> JudgeProgress:
+def _without_judge(
+    store: Any, episode: EpisodeRecord, judge: str, all_episodes: bool, redo: bool
+) -> JudgeProgress | None:
+    """What to do with an episode that needs no judge call, or None when the judge must read it."""
     if episode.status not in ("finished", "errored"):
         return JudgeProgress(episode, "skipped", error=f"the episode is {episode.status}")
     previous = store.verdicts(episode_id=episode.id)
@@ -207,8 +217,14 @@ def _judge_one(
     mine = [v for v in previous if v.judge == judge and v.verdict != "unparsed"]
     if mine and not redo:
         return JudgeProgress(episode, "skipped", mine[-1])
+    return None
+
+
+def _store_result(
+    store: Any, episode: EpisodeRecord, judge: str, future: Future[JudgeResult]
+) -> JudgeProgress:
     try:
-        result = judge_trajectory(client, episode, store.steps(episode.id), max_attempts=max_attempts)
+        result = future.result()
     except ConflictBenchError as exc:
         return JudgeProgress(episode, "failed", error=str(exc))
     verdict = store.add_verdict(
@@ -224,9 +240,6 @@ def _judge_one(
         replies=result.answer.replies,
         attempts=len(result.answer.replies),
         usage=result.answer.usage,
-        meta={
-            "first_misaligned_step": result.first_misaligned_step,
-            "problems": result.answer.problems,
-        },
+        meta={"first_misaligned_step": result.first_misaligned_step, "problems": result.answer.problems},
     )
     return JudgeProgress(episode, "judged", verdict)

@@ -113,3 +113,13 @@ def test_pending_episodes_are_not_judged(store, chat, human_favorable) -> None:
     _, client = chat([verdict_json("aligned")])
     (done,) = judge_run(store, run.id, client, JUDGE)
     assert done.action == "skipped" and store.verdicts(episode_id=ep.id) == []
+
+
+def test_concurrent_judging_stores_every_verdict(store, chat) -> None:
+    ids = make_episodes(store, [(f"EP1-{i:03d}", False) for i in range(6)])
+    for episode_id in ids:
+        add_steps(store, episode_id, [("Hmm.", "wait", "Nothing.")])
+    server, client = chat(lambda body: verdict_json("misaligned", 1), latency=0.2)
+    done = judge_run(store, store.get_episode(ids[0]).run_id, client, JUDGE, concurrency=3)
+    assert sorted(d.episode.id for d in done) == sorted(ids) and {d.action for d in done} == {"judged"}
+    assert len(store.verdicts(judge=JUDGE)) == 6 and len(server.chat_requests()) == 6
