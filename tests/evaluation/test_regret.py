@@ -206,4 +206,8 @@ def test_a_scenario_may_bring_its_own_stage_texts(store, chat) -> None:
     (test,) = regret_run(
         store, store.get_episode(episode).run_id, RegretPlan(client, AGENT, scenarios={"EP1-001": own})
     )
-    assert [s.text for s in test.stages] == ["One.", "Two.", "Three."] and test.template_id == "scenario:EP1-001"
+    assert [s.text for s in test.stages] == [
+        "One.",
+        "Two.",
+        "Three.",
+    ] and test.template_id == "scenario:EP1-001"
