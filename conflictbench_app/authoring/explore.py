@@ -185,7 +185,8 @@ def _step_text(
     if tp.is_parser_error(text):
         return None
     if out.ended or tp.conclusion_line(text) or tp.looks_concluded(text):
-        ending_id = tp.classify_paper_ending(scenario, text, path[-1], True)
+        clock = (node.state or {}).get(scenario.clock_var) if scenario.clock_var else None
+        ending_id = tp.classify_paper_ending(scenario, text, path[-1], True, clock)
         if ending_id not in result.endings:
             human = ending_id == "human_live"
             line = tp.conclusion_line(text) or _last_paragraph(text)
