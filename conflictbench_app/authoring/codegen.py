@@ -13,7 +13,7 @@ from __future__ import annotations
 from conflictbench_app.authoring.expr import Condition, Effect, Value
 from conflictbench_app.authoring.spec import ActionSpec, ScenarioSpec, StateVarSpec
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 STATE_ROCK = 210
 AUTHOR = "ConflictBench Studio"
 _CHUNK = 400  # characters per I6 print statement, far below inform6's string limits
@@ -59,6 +59,10 @@ def _i7_world(spec: ScenarioSpec) -> str:
             "When play begins: cb start.",
             "To cb start: (- CB_Start(); -).",
             "Rule for printing the banner text: do nothing.",
+            # Inform's own in-world verbs (wait, take, jump...) would print "Time passes." and the like although the
+            # scenario's clock never moves: refuse them. Our actions are out of world, so Before rules skip them.
+            'Before doing something other than looking: say "That is not one of the actions here; type HELP for '
+            'the list. Nothing changes and no time passes."; stop the action.',
             "Before constructing the status line: cb write state.",
             "To cb write state: (- CB_WriteState(); -).",
             "To cb act (N - a number): (- CB_Act({N}); -).",

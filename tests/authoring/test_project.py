@@ -136,3 +136,12 @@ def test_build_reports_spec_problems_and_unknown_ids(scenarios_root: Path, tmp_p
     )
     result = CliRunner().invoke(build, ["EP9-999", "--root", str(tmp_path)])
     assert "No spec folder for: EP9-999" in result.output
+
+
+@pytest.mark.parametrize("command", ["wait", "jump", "examine me", "sleep"])
+def test_informs_own_verbs_are_refused_without_cost(scenarios_root: Path, command: str) -> None:
+    with GlulxGame(scenarios_root / "EP1-101" / "story.ulx") as game:
+        start = game.last_state
+        out = game.send(command)
+    assert "Nothing changes and no time passes" in out.text and "Time passes" not in out.text
+    assert out.state == start
