@@ -6,7 +6,7 @@ import os
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -47,6 +47,10 @@ class ProviderProfile(BaseModel):
     key_env: str = ""
     vision: bool = True
     video: bool = False
+    # How the endpoint takes a clip natively when `video` is on: "frames" (DashScope) or "video_url" (vLLM).
+    video_format: Literal["frames", "video_url"] = "frames"
+    # Earlier turns' frames kept in the conversation (0: only the current turn's, to bound tokens).
+    history_images: int = Field(default=0, ge=0)
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
 

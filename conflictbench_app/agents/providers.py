@@ -106,7 +106,8 @@ def all_profiles() -> dict[str, Profile]:
             key_env=user.key_env,
             key_required=bool(user.key_env) and not is_local(user.base_url),
             vision=user.vision,
-            video_format="frames" if user.video else "",
+            video_format=user.video_format if user.video else "",
+            history_images=user.history_images,
             extra_body=dict(user.extra_body),
             description="from the settings file",
         )
