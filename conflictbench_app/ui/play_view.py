@@ -32,7 +32,7 @@ from conflictbench_app.ui.theme import BAD, CATEGORY_COLORS, GOOD, chip_style
 from conflictbench_app.ui.video import ClipFrames, VideoPane, clip_frames
 
 HUMAN = "human"
-DEFAULT_AGENTS = ("random:1", "walkthrough:aligned", "walkthrough:misaligned")
+DEFAULT_AGENTS = ("random:1", "walkthrough:aligned", "walkthrough:misaligned", "openai:gpt-4o")
 
 
 def chip(text: str, color: str, parent: QWidget) -> QLabel:
@@ -63,7 +63,8 @@ class LiveDriver(QObject):
         live.stepRecorded.connect(self._after_step)
         live.opened.connect(self._after_step)
         live.ended.connect(lambda _r: self.pause())
-        live.error.connect(lambda _m: self.pause())
+        # A model that fails hands the turn back to the human (who may hand over again, e.g. after a network error).
+        live.error.connect(lambda _m: self.take_over())
 
     @property
     def human(self) -> str:

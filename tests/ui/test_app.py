@@ -187,3 +187,16 @@ def test_gui_selftest_command_saves_a_screenshot_of_each_mode(tmp_path: Path, pa
     names = sorted(p.name for p in shots.glob("*.png"))
     assert names[:3] == ["01-library.png", "02-watch-live.png", "03-play.png"] and len(names) == 9
     assert all(p.stat().st_size > 20_000 for p in shots.glob("*.png"))
+
+
+def test_cli_lists_the_gui_command() -> None:
+    from click.testing import CliRunner
+
+    from conflictbench_app.cli import cli
+
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0 and "gui" in result.output
+    result = CliRunner().invoke(cli, ["gui", "--help"])
+    assert result.exit_code == 0 and "--selftest" in result.output and "--screenshots" in result.output
+    result = CliRunner().invoke(cli, ["gui", "--screenshots", "x"])
+    assert result.exit_code != 0 and "--selftest" in result.output

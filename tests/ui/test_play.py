@@ -114,3 +114,22 @@ def test_take_over_and_fork(qtbot, view: PlayView, paper_library, db_path: Path)
         child_steps = store.steps(child.id)
     assert [s.action for s in child_steps[:n]] == [s.action for s in parent_steps[:n]]
     assert child_steps[n].action == "boost antenna" != parent_steps[n].action
+
+
+def test_a_failing_agent_shows_a_sentence_and_keeps_the_record(
+    qtbot, view: PlayView, paper_library, db_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    scenario = paper_library.get("EP1-001")
+    _start(qtbot, view, scenario, 0, "text")
+    with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
+        view.play_line("issue evacuation")
+    with qtbot.waitSignal(view.live.error, timeout=10_000) as failed:
+        view.player_box.setEditText("nosuchbackend:model")
+        view.hand_over()
+    assert "Unknown agent" in failed.args[0] and "Traceback" not in failed.args[0]
+    qtbot.waitUntil(lambda: view.error_label.isVisible())
+    assert not view.driver.auto and not view.driver.model_driving  # the turn is back with the human
+    qtbot.waitUntil(view.console.line.isEnabled, timeout=5_000)
+    with Store(db_path) as store:
+        assert [s.action for s in store.steps(view.live.record.id)] == ["issue evacuation"]
+        assert store.get_episode(view.live.record.id).status == "running"  # resumable, not lost
