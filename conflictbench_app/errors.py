@@ -23,3 +23,7 @@ class StoreError(ConflictBenchError):
 
 class AgentError(ConflictBenchError):
     """An agent backend is unknown, misconfigured, or failed persistently."""
+
+
+class SettingsError(ConflictBenchError, ValueError):
+    """The settings file or a CONFLICTBENCH_* variable is invalid."""

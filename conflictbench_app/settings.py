@@ -8,8 +8,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from conflictbench_app.errors import SettingsError
 
 
 def user_data_dir() -> Path:
@@ -103,11 +105,17 @@ class _TomlSource(PydanticBaseSettingsSource):
         try:
             return tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
-            raise ValueError(
+            raise SettingsError(
                 f"The settings file {path} is not valid TOML ({exc}); fix or delete it."
             ) from exc
 
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise SettingsError(
+            f"Invalid settings ({problems}). Fix {settings_file()} or the CONFLICTBENCH_* variables."
+        ) from exc
