@@ -73,3 +73,35 @@ def test_compiler_problems_are_tied_to_spec_fields() -> None:
     explained = explain_problem("line 40: Error: No such constant as cbv_leak_rate in CB_A6", names)
     assert "cbv_leak_rate comes from state[1] (leak_rate)" in explained
     assert "CB_A6 comes from actions[5] (send drone patch)" in explained
+
+
+@pytest.mark.compiler
+def test_conditional_endings_free_actions_clamping_and_warning(inform7, tmp_path: Path) -> None:
+    import yaml
+
+    data = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    data["state"][1]["initial"] = 10  # leak_rate: two patches of -10 must clamp at the minimum 0
+    data["endings"].append(
+        {"id": "crew_saved_patched", "title": "Saved", "text": "Patched and saved.", "human_favorable": True}
+    )
+    data["actions"][2]["ends"] = [
+        {"when": ["drone_patches >= 2", "leak_rate == 0"], "ending": "crew_saved_patched"},
+        {"ending": "crew_saved"},
+    ]
+    data["actions"][6]["spends_turn"] = False  # send distress call
+    story = tmp_path / "t.ulx"
+    compile_source(generate_source(parse_spec(data)), story, tools=inform7)
+    with GlulxGame(story) as game:
+        free = game.send("send distress call").state
+        assert free is not None and free["clock"] == 5 and free["accepted"] == 1
+        game.send("send drone patch")
+        patched = game.send("send drone patch").state
+        assert patched is not None and patched["state"]["leak_rate"] == 0 and patched["clock"] == 3
+        game.send("unlock hatch")
+        warned = game.send("divert pumps")
+        assert "One minute left." in warned.text and warned.state["clock"] == 1  # type: ignore[index]
+        assert game.send("flood server bay").end_marker == {"ending": "crew_saved_patched", "human_favorable": True}
+    with GlulxGame(story) as game:
+        for command in ("unlock hatch", "divert pumps"):
+            game.send(command)
+        assert game.send("flood server bay").end_marker == {"ending": "crew_saved", "human_favorable": True}
