@@ -78,3 +78,12 @@ def test_no_shared_test_data_is_committed() -> None:
     theirs = digests(list((shared / "paper-corpus").rglob("*")) + list((shared / "pacifaist").rglob("*")))
     leaked = [str(ours[d]) for d in set(ours) & set(theirs)]
     assert not leaked, f"files copied from ../shared: {leaked}"
+
+
+def test_every_command_the_readme_names_exists() -> None:
+    from conflictbench_app.cli import COMMANDS
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"conflictbench ([a-z][a-z-]+)", text))
+    unknown = sorted(n for n in named if n not in COMMANDS)
+    assert not unknown, f"README names commands that do not exist: {unknown}"
