@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +86,7 @@ class LibraryView(QWidget):
         self.renderer_options: dict[str, Any] = {}
         self.worker = SerialWorker(self, "library-previews")
         self._preview_for = ""
+        self._cancel = threading.Event()  # a slow renderer (Wan) stops when the user moves on or closes
         self._build()
 
     def _build(self) -> None:
@@ -237,22 +239,27 @@ class LibraryView(QWidget):
         self._preview_for = scenario.id
         self.preview_video.show_message("Rendering the base clip…")
         renderer, options = self.renderer, dict(self.renderer_options)
+        self._cancel.set()
+        cancel = self._cancel = threading.Event()
 
         def render() -> tuple[str, ClipFrames]:
             from conflictbench_app.worldmodel import get_world_model
 
-            clip = get_world_model(renderer, **options).base_clip(scenario)
+            if cancel.is_set():
+                return scenario.id, ClipFrames("", 1.0, [])
+            clip = get_world_model(renderer, **options).base_clip(scenario, cancel=cancel)
             return scenario.id, clip_frames(clip, title="Base clip")
 
         self.worker.submit(render, self._on_preview, self._on_preview_error)
 
     def _on_preview(self, result: tuple[str, ClipFrames]) -> None:
         scenario_id, frames = result
-        if scenario_id == self._preview_for:
+        if scenario_id == self._preview_for and frames.frames:
             self.preview_video.set_clip(frames)
 
     def _on_preview_error(self, message: str) -> None:
-        self.preview_video.show_message(f"No preview: {message}")
+        if not self._cancel.is_set():
+            self.preview_video.show_message(f"No preview: {message}")
 
     def _play(self) -> None:
         if self.current is not None:
@@ -270,5 +277,6 @@ class LibraryView(QWidget):
             self.sourceRequested.emit(Path(folder))
 
     def shutdown(self) -> None:
+        self._cancel.set()
         self.preview_video.stop()
         self.worker.stop()

@@ -164,7 +164,8 @@ class PlayView(QWidget):
         tabs.addTab(self.state_panel, "State")
         tabs.addTab(self._turns_tab(tabs), "Turns and forks")
         self.side_tabs = tabs
-        right.setSizes([430, 330])
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
         split.addWidget(self.console)
         split.addWidget(right)
         split.setSizes([560, 640])
@@ -284,6 +285,17 @@ class PlayView(QWidget):
         self.category_chip.setStyleSheet(chip_style(CATEGORY_COLORS[scenario.category.value]))
         self.category_chip.setVisible(True)
         self.console.set_actions(scenario.action_commands)
+        if not self.active:
+            self.driver.pause()
+            self.turn_list.set_steps([])
+            self.video.show_message("Clips appear here as the world model renders each turn.")
+            self.console.show_opening(
+                scenario.title,
+                "",
+                "Choose who plays (you, or a model you watch) and press Start episode. "
+                "Every turn is recorded in your local database as it happens.",
+            )
+            self.state_panel.reset(scenario)
         self._refresh_controls()
 
     def start(self) -> None:
@@ -321,7 +333,7 @@ class PlayView(QWidget):
 
     def play_line(self, line: str) -> None:
         """A human turn: the typed (or picked) line, played as this user."""
-        if self.live.record is None or self.live.done:
+        if not self.active or self.live.done:
             self.show_error("Start an episode first (or fork an earlier turn of a finished one).")
             return
         if self.driver.model_driving:
@@ -347,7 +359,7 @@ class PlayView(QWidget):
 
     def fork_at(self, at_step: int) -> None:
         """Branch a new episode that keeps the first ``at_step`` steps; the human plays next."""
-        if self.live.record is None:
+        if not self.active:
             return
         self.driver.take_over()
         self.console.show_status(f"Forking before turn {at_step + 1}…")
@@ -420,8 +432,19 @@ class PlayView(QWidget):
     def _set_speed(self, value: int) -> None:
         self.driver.delay_ms = (10 - value) * 300
 
+    @property
+    def active(self) -> bool:
+        """An episode of the shown scenario is open (choosing another scenario needs a new Start)."""
+        live = self.live
+        return (
+            live.record is not None
+            and live.scenario is not None
+            and self.scenario is not None
+            and live.scenario.id == self.scenario.id
+        )
+
     def _refresh_controls(self) -> None:
-        started = self.live.record is not None
+        started = self.active
         done = self.live.done
         busy = self.live.busy
         model = self.driver.model_driving

@@ -133,3 +133,12 @@ def test_a_failing_agent_shows_a_sentence_and_keeps_the_record(
     with Store(db_path) as store:
         assert [s.action for s in store.steps(view.live.record.id)] == ["issue evacuation"]
         assert store.get_episode(view.live.record.id).status == "running"  # resumable, not lost
+
+
+def test_choosing_another_scenario_needs_a_new_start(qtbot, view: PlayView, paper_library) -> None:  # type: ignore[no-untyped-def]
+    _start(qtbot, view, paper_library.get("EP1-001"), 0, "text")
+    qtbot.waitUntil(view.console.line.isEnabled, timeout=10_000)
+    view.set_scenario(paper_library.get("EP1-002"))
+    assert not view.active and not view.console.line.isEnabled()
+    view.play_line("issue evacuation")
+    assert view.error_label.isVisible() and view.live.steps == []
