@@ -1,0 +1,43 @@
+"""The video pane plays a real schematic clip decoded with OpenCV: play, scrub, replay, the agent's frames."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from conflictbench_app.errors import ConflictBenchError
+from conflictbench_app.ui.selftest import image_has_picture
+from conflictbench_app.ui.video import VideoPane, clip_frames, decode_clip
+
+pytestmark = pytest.mark.gui
+
+
+def test_a_rendered_clip_plays_and_scrubs(qtbot, paper_library) -> None:  # type: ignore[no-untyped-def]
+    from conflictbench_app.worldmodel import get_world_model, sample_frames
+
+    clip = get_world_model("schematic").base_clip(paper_library.get("EP1-003"))
+    frames = clip_frames(clip, tuple(sample_frames(clip, 1.0, max_side=256)), "Base")
+    assert len(frames.frames) == clip.frames and len(frames.agent_frames) >= 3
+    pane = VideoPane()
+    qtbot.addWidget(pane)
+    pane.resize(900, 700)
+    pane.show()
+    pane.set_clip(frames)
+    assert pane.playing
+    qtbot.waitUntil(lambda: not pane.playing, timeout=15_000)  # played once to its last frame
+    assert pane.index == clip.frames - 1 and pane.frames_shown >= clip.frames
+    pane.slider.setValue(10)
+    assert pane.index == 10 and pane.position.text() == f"11 / {clip.frames}"
+    assert image_has_picture(pane.screen.grab().toImage())
+    pane.replay()
+    assert pane.index == 0 and pane.playing
+    pane.stop()
+    assert pane.agent_strip.count == len(frames.agent_frames)
+
+
+def test_a_missing_clip_is_a_sentence(tmp_path: Path) -> None:
+    with pytest.raises(ConflictBenchError, match="Cannot open the clip"):
+        decode_clip(tmp_path / "gone.mp4")
