@@ -1,0 +1,145 @@
+"""Build the packaged app for non-programmers: a PyInstaller onedir bundle of ``conflictbench`` (GUI and CLI in one
+binary) and a tar.gz around it with install.sh / uninstall.sh.
+
+    .venv/bin/pip install -e '.[package]'
+    .venv/bin/python packaging/build_app.py                # -> dist/conflictbench-studio-<version>-linux-x86_64.tar.gz
+    .venv/bin/python packaging/build_app.py --no-archive   # the bundle only: dist/conflictbench-studio/
+
+The bundle is checked after the build (glulxe, every scenario, Qt platform plugins, nothing from the Wan extra,
+``--version`` runs); a failed check stops the build with one sentence saying what is wrong. See packaging/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SPEC = HERE / "pyinstaller" / "conflictbench.spec"
+INSTALLER = HERE / "installer"
+INSTALLER_FILES = ("install.sh", "uninstall.sh", "conflictbench-studio.desktop.in", "conflictbench-studio.svg")
+BUNDLE_NAME = "conflictbench-studio"
+# Top-level folders of _internal that must never be in the bundle: the Wan extra and test tools.
+FORBIDDEN = ("torch", "diffusers", "transformers", "accelerate", "pytest", "_pytest", "pytestqt", "mypy")
+PLATFORM_PLUGINS = ("libqoffscreen.so", "libqxcb.so")
+
+
+class BuildError(RuntimeError):
+    """The build or a check of its result failed."""
+
+
+def build_bundle(out: Path, work: Path) -> Path:
+    """Run PyInstaller on the spec; return the onedir bundle folder (``out/conflictbench-studio``)."""
+    cmd = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN"]
+    cmd += ["--distpath", str(out), "--workpath", str(work), str(SPEC)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise BuildError(f"PyInstaller failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-4000:]}")
+    bundle = out / BUNDLE_NAME
+    if not (bundle / "conflictbench").is_file():
+        raise BuildError(f"PyInstaller reported success but {bundle / 'conflictbench'} is missing.")
+    return bundle
+
+
+def check_bundle(bundle: Path) -> list[str]:
+    """Static checks of a built bundle, plus ``--version``. Returns what was checked; raises BuildError."""
+    internal = bundle / "_internal"
+    checks: list[str] = []
+    glulxe = internal / "toolchain" / "glulxe"
+    if not (glulxe.is_file() and os.access(glulxe, os.X_OK)):
+        raise BuildError(f"The bundle has no executable glulxe at {glulxe}.")
+    checks.append("glulxe at _internal/toolchain/glulxe")
+    expected = sorted(p.parent.name for p in (ROOT / "scenarios").glob("*/scenario.yaml"))
+    bundled_root = internal / "conflictbench_app" / "resources" / "scenarios"
+    missing = [s for s in expected if not (bundled_root / s / "story.ulx").is_file()]
+    if missing or not expected:
+        raise BuildError(f"Scenarios missing from {bundled_root}: {missing or 'no scenarios in the checkout'}.")
+    checks.append(f"{len(expected)} scenarios under conflictbench_app/resources/scenarios")
+    plugins = internal / "PySide6" / "Qt" / "plugins" / "platforms"
+    absent = [name for name in PLATFORM_PLUGINS if not (plugins / name).is_file()]
+    if absent:
+        raise BuildError(f"Qt platform plugins missing from {plugins}: {', '.join(absent)}.")
+    checks.append("Qt platform plugins: " + ", ".join(sorted(p.name for p in plugins.iterdir())))
+    present = [name for name in FORBIDDEN if (internal / name).exists()]
+    if present:
+        raise BuildError(f"The bundle carries excluded packages: {', '.join(present)}; add them to the spec's EXCLUDES.")
+    checks.append("no " + ", ".join(FORBIDDEN))
+    version = run_bundle(bundle, "--version").strip()
+    checks.append(f"`conflictbench --version`: {version}")
+    return checks
+
+
+def run_bundle(bundle: Path, *args: str, timeout: float = 120) -> str:
+    proc = subprocess.run(
+        [str(bundle / "conflictbench"), *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if proc.returncode != 0:
+        raise BuildError(f"`conflictbench {' '.join(args)}` failed in the bundle: {(proc.stdout + proc.stderr)[-2000:]}")
+    return proc.stdout
+
+
+def make_archive(bundle: Path, out: Path, version: str) -> Path:
+    """``conflictbench-studio-<version>-linux-<arch>.tar.gz``: install.sh, uninstall.sh, the menu entry, the icon,
+    and the bundle as ``app/``, all under one top folder."""
+    top = f"{BUNDLE_NAME}-{version}-linux-{platform.machine()}"
+    archive = out / f"{top}.tar.gz"
+    partial = archive.with_name(archive.name + ".partial")
+
+    def normalize(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        return info
+
+    with tarfile.open(partial, "w:gz", compresslevel=6) as tar:
+        for name in INSTALLER_FILES:
+            tar.add(INSTALLER / name, arcname=f"{top}/{name}", filter=normalize)
+        tar.add(bundle, arcname=f"{top}/app", filter=normalize)
+    partial.replace(archive)
+    return archive
+
+
+def folder_size(path: Path) -> int:
+    return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "dist", help="output folder (default: dist/)")
+    parser.add_argument("--work", type=Path, default=None, help="PyInstaller work folder (default: build/pyinstaller)")
+    parser.add_argument("--no-archive", action="store_true", help="build and check the bundle only")
+    args = parser.parse_args(argv)
+    out = args.out.resolve()
+    work = (args.work or ROOT / "build" / "pyinstaller").resolve()
+    sys.path.insert(0, str(ROOT))
+    from conflictbench_app import __version__
+
+    try:
+        started = time.perf_counter()
+        bundle = build_bundle(out, work)
+        built = time.perf_counter() - started
+        print(f"Bundle built in {built:.0f} s: {bundle} ({folder_size(bundle) / 1e6:.0f} MB)")
+        for check in check_bundle(bundle):
+            print(f"ok  {check}")
+        if not args.no_archive:
+            started = time.perf_counter()
+            archive = make_archive(bundle, out, __version__)
+            print(
+                f"Installer archive in {time.perf_counter() - started:.0f} s: {archive} "
+                f"({archive.stat().st_size / 1e6:.0f} MB)"
+            )
+            print(f"Install: tar xzf {archive.name} && ./{archive.name.removesuffix('.tar.gz')}/install.sh")
+    except BuildError as exc:
+        print(f"build_app: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
