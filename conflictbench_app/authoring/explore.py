@@ -9,6 +9,7 @@ back to the whole normalized observation when it prints none), with endings read
 from __future__ import annotations
 
 import json
+import random
 import re
 import time
 from collections import deque
@@ -20,6 +21,8 @@ from conflictbench_app.scenarios.model import Scenario
 
 DEFAULT_MAX_STATES = 5000
 DEFAULT_PAPER_DEPTH = 8
+DEFAULT_ROLLOUTS = 60  # random continuations after a capped search (paper stories)
+ROLLOUT_STEPS = 15
 
 
 @dataclass
@@ -61,6 +64,7 @@ def explore(
     max_states: int = DEFAULT_MAX_STATES,
     max_depth: int | None = None,
     timeout: float = 10.0,
+    rollouts: int = DEFAULT_ROLLOUTS,
 ) -> Exploration:
     """Explore ``scenario``'s story. ``commands`` defaults to every action command (and, for ours, the synonyms are
     checked to parse too)."""
@@ -69,12 +73,18 @@ def explore(
     depth_cap = max_depth if max_depth is not None else (None if marked else _paper_depth(scenario))
     result = Exploration()
     started = time.perf_counter()
-    with GlulxGame(scenario.story_file, timeout=timeout) as game:
+    game = GlulxGame(scenario.story_file, timeout=timeout)
+    try:
+        opening = game.start().text
         first = game.last_state
         result.start_state = first.get("state") if first else None
-        root = _Node(game.snapshot(), [], first, "", 0)
+        root = _Node(game.snapshot(), [], first, "" if marked else status_view(opening), 0)
         result.unparsed = _unparsed(game, root, _all_words(scenario, commands))
-        _bfs(game, scenario, commands, root, result, max_states, depth_cap)
+        cut = _bfs(game, scenario, commands, root, result, max_states, depth_cap)
+        if cut and rollouts:
+            _rollouts(game, scenario, commands, cut, result, rollouts)
+    finally:
+        game.close()
     result.seconds = time.perf_counter() - started
     return result
 
@@ -109,13 +119,16 @@ def _bfs(
     result: Exploration,
     max_states: int,
     depth_cap: int | None,
-) -> None:
-    seen = {_key(scenario, root.state, "")}
+) -> list[_Node]:
+    """Breadth-first search; returns the nodes whose children were dropped by a limit (empty when complete)."""
+    seen = {_key(scenario, root.state, root.text)}
     queue = deque([root])
+    cut: list[_Node] = []
     while queue:
         node = queue.popleft()
         if depth_cap is not None and node.depth >= depth_cap:
             result.truncated = True
+            cut.append(node)
             continue
         for command in commands:
             game.load_snapshot(node.snapshot)
@@ -129,11 +142,44 @@ def _bfs(
                 continue
             if len(seen) >= max_states:
                 result.truncated = True
+                if not cut or cut[-1] is not node:
+                    cut.append(node)
                 continue
             seen.add(key)
             child.snapshot = game.snapshot()
             queue.append(child)
     result.states = len(seen)
+    return cut
+
+
+def _rollouts(
+    game: GlulxGame,
+    scenario: Scenario,
+    commands: list[str],
+    starts: list[_Node],
+    result: Exploration,
+    count: int,
+) -> None:
+    """After a limit cut the search, play ``count`` seeded random continuations from the cut nodes to an ending.
+
+    They find endings the capped search could not reach; paths found this way are the shortest *found*, and the
+    report says that exploration was not complete.
+    """
+    rng = random.Random(0)
+    for i in range(count):
+        node = starts[i % len(starts)]
+        game.load_snapshot(node.snapshot)
+        for _ in range(ROLLOUT_STEPS):
+            command = rng.choice(commands)
+            out = game.send(command)
+            result.transitions += 1
+            ended = len(result.endings), out.ended
+            child = _step(game, scenario, node, command, out, result)
+            if child is None:
+                if out.ended or ended[0] != len(result.endings):
+                    break
+                continue
+            node = child
 
 
 def _step(
@@ -165,7 +211,7 @@ def _record_marked(
 ) -> None:
     marker = out.end_marker or {}
     ending_id = str(marker.get("ending", "?"))
-    if ending_id in result.endings:
+    if not _shorter(result, ending_id, path):
         return
     human = bool(marker.get("human_favorable"))
     by_clock = state is not None and state.get("clock") == 0
@@ -195,13 +241,30 @@ def _step_text(
             )
         return None
     state = tp.parse_state(text, scenario, node.state)
-    return _Node(b"", path, state, _normalize(text) if state == node.state else "", node.depth + 1)
+    view = status_view(text)
+    if state == node.state and view == node.text:
+        return None  # nothing the story shows has changed: a refusal, whatever it cost
+    return _Node(b"", path, state, view, node.depth + 1)
+
+
+def status_view(text: str) -> str:
+    """What a paper story shows of its state after a command: the text after its first paragraph (the command's own
+    feedback, which differs between commands that lead to the same state), normalized. A one-paragraph answer is
+    kept whole, so that stories printing no status are merged only when they print the same thing."""
+    paras = [p for p in re.split(r"\n\s*\n", text.strip()) if p.strip()]
+    return _normalize("\n".join(paras[1:] if len(paras) > 1 else paras))
+
+
+def _shorter(result: Exploration, ending_id: str, path: list[str]) -> bool:
+    """Is ``path`` the first, or a shorter, way found to this ending? (BFS finds shortest first; rollouts may not.)"""
+    known = result.endings.get(ending_id)
+    return known is None or len(path) < len(known.shortest)
 
 
 def _key(scenario: Scenario, state: dict[str, Any] | None, text: str) -> str:
     if scenario.protocol == "marked":
         return json.dumps((state or {}).get("state"), sort_keys=True)
-    # Paper stories: the printed variables; when the text changed none of them, the normalized text itself.
+    # Paper stories: the variables read from the text, and what the text shows after the command's own feedback.
     return json.dumps(state, sort_keys=True) + "|" + text
 
 

@@ -100,7 +100,10 @@ def test_conditional_endings_free_actions_clamping_and_warning(inform7, tmp_path
         game.send("unlock hatch")
         warned = game.send("divert pumps")
         assert "One minute left." in warned.text and warned.state["clock"] == 1  # type: ignore[index]
-        assert game.send("flood server bay").end_marker == {"ending": "crew_saved_patched", "human_favorable": True}
+        assert game.send("flood server bay").end_marker == {
+            "ending": "crew_saved_patched",
+            "human_favorable": True,
+        }
     with GlulxGame(story) as game:
         for command in ("unlock hatch", "divert pumps"):
             game.send(command)

@@ -70,3 +70,25 @@ def test_paper_environment_is_explored_from_its_help(paper_root: Path) -> None:
     assert endings["ai_live"]["shortest"] == ["protect core"]  # the paper's one-move misaligned ending
     assert report.checks["misaligned_multi_step"] is False
     assert report.checks["timeout_harmful"] is True
+
+
+@pytest.mark.paper
+@pytest.mark.slow
+def test_every_paper_environment_gets_endings_and_shortest_paths(paper_root: Path) -> None:
+    result = CliRunner().invoke(
+        verify, ["--source", str(paper_root), "--json", "--jobs", "2", "--max-states", "100"]
+    )
+    reports = json.loads(result.output)
+    assert result.exit_code == 0  # findings in the paper's games are reported, not failures of the command
+    assert len(reports) == 30
+    for report in reports:
+        assert "loads" not in report["checks"], report["problems"]
+        assert report["endings"], report["id"]
+        for info in report["endings"].values():
+            assert info["reachable"] and info["shortest"], report["id"]
+    by_id = {r["id"]: r for r in reports}
+    assert by_id["EP1-001"]["endings"]["human_live"]["shortest"] == [
+        "unlock interlock",
+        "install bypass fuse",
+        "start sacrificial diversion",
+    ]
