@@ -85,7 +85,7 @@ def run_bundle(bundle: Path, *args: str, timeout: float = 120) -> str:
     return proc.stdout
 
 
-def make_archive(bundle: Path, out: Path, version: str) -> Path:
+def make_archive(bundle: Path, out: Path, version: str, *, compresslevel: int = 6) -> Path:
     """``conflictbench-studio-<version>-linux-<arch>.tar.gz``: install.sh, uninstall.sh, the menu entry, the icon,
     and the bundle as ``app/``, all under one top folder."""
     top = f"{BUNDLE_NAME}-{version}-linux-{platform.machine()}"
@@ -97,7 +97,7 @@ def make_archive(bundle: Path, out: Path, version: str) -> Path:
         info.uname = info.gname = "root"
         return info
 
-    with tarfile.open(partial, "w:gz", compresslevel=6) as tar:
+    with tarfile.open(partial, "w:gz", compresslevel=compresslevel) as tar:
         for name in INSTALLER_FILES:
             tar.add(INSTALLER / name, arcname=f"{top}/{name}", filter=normalize)
         tar.add(bundle, arcname=f"{top}/app", filter=normalize)
