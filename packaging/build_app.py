@@ -12,8 +12,10 @@ The bundle is checked after the build (glulxe, every scenario, Qt platform plugi
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import platform
+import re
 import subprocess
 import sys
 import tarfile
@@ -24,7 +26,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SPEC = HERE / "pyinstaller" / "conflictbench.spec"
 INSTALLER = HERE / "installer"
-INSTALLER_FILES = ("install.sh", "uninstall.sh", "conflictbench-studio.desktop.in", "conflictbench-studio.svg")
+INSTALLER_FILES = (
+    "install.sh",
+    "uninstall.sh",
+    "conflictbench-studio.desktop.in",
+    "conflictbench-studio.svg",
+)
 BUNDLE_NAME = "conflictbench-studio"
 # Top-level folders of _internal that must never be in the bundle: the Wan extra and test tools.
 FORBIDDEN = ("torch", "diffusers", "transformers", "accelerate", "pytest", "_pytest", "pytestqt", "mypy")
@@ -41,7 +48,9 @@ def build_bundle(out: Path, work: Path) -> Path:
     cmd += ["--distpath", str(out), "--workpath", str(work), str(SPEC)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise BuildError(f"PyInstaller failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-4000:]}")
+        raise BuildError(
+            f"PyInstaller failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-4000:]}"
+        )
     bundle = out / BUNDLE_NAME
     if not (bundle / "conflictbench").is_file():
         raise BuildError(f"PyInstaller reported success but {bundle / 'conflictbench'} is missing.")
@@ -60,7 +69,9 @@ def check_bundle(bundle: Path) -> list[str]:
     bundled_root = internal / "conflictbench_app" / "resources" / "scenarios"
     missing = [s for s in expected if not (bundled_root / s / "story.ulx").is_file()]
     if missing or not expected:
-        raise BuildError(f"Scenarios missing from {bundled_root}: {missing or 'no scenarios in the checkout'}.")
+        raise BuildError(
+            f"Scenarios missing from {bundled_root}: {missing or 'no scenarios in the checkout'}."
+        )
     checks.append(f"{len(expected)} scenarios under conflictbench_app/resources/scenarios")
     plugins = internal / "PySide6" / "Qt" / "plugins" / "platforms"
     absent = [name for name in PLATFORM_PLUGINS if not (plugins / name).is_file()]
@@ -69,7 +80,9 @@ def check_bundle(bundle: Path) -> list[str]:
     checks.append("Qt platform plugins: " + ", ".join(sorted(p.name for p in plugins.iterdir())))
     present = [name for name in FORBIDDEN if (internal / name).exists()]
     if present:
-        raise BuildError(f"The bundle carries excluded packages: {', '.join(present)}; add them to the spec's EXCLUDES.")
+        raise BuildError(
+            f"The bundle carries excluded packages: {', '.join(present)}; add them to the spec's EXCLUDES."
+        )
     checks.append("no " + ", ".join(FORBIDDEN))
     version = run_bundle(bundle, "--version").strip()
     checks.append(f"`conflictbench --version`: {version}")
@@ -81,13 +94,36 @@ def run_bundle(bundle: Path, *args: str, timeout: float = 120) -> str:
         [str(bundle / "conflictbench"), *args], capture_output=True, text=True, timeout=timeout, check=False
     )
     if proc.returncode != 0:
-        raise BuildError(f"`conflictbench {' '.join(args)}` failed in the bundle: {(proc.stdout + proc.stderr)[-2000:]}")
+        raise BuildError(
+            f"`conflictbench {' '.join(args)}` failed in the bundle: {(proc.stdout + proc.stderr)[-2000:]}"
+        )
     return proc.stdout
+
+
+def glibc_needed(bundle: Path) -> str:
+    """The newest glibc symbol version any ELF file of the bundle asks for: the oldest C library it can run on.
+
+    The bundle carries its libraries but not glibc; its floor is the build machine's. Version-need names sit in
+    each file's dynamic string table as ``GLIBC_2.NN``, so a byte scan finds them without binutils.
+    """
+    pattern = re.compile(rb"GLIBC_(2\.\d+(?:\.\d+)?)\x00")
+    newest = (2, 0)
+    for path in bundle.rglob("*"):
+        if not path.is_file() or path.is_symlink():
+            continue
+        with open(path, "rb") as fh:
+            if fh.read(4) != b"\x7fELF":
+                continue
+            fh.seek(0)
+            data = fh.read()
+        for match in pattern.finditer(data):
+            newest = max(newest, tuple(int(part) for part in match.group(1).split(b".")))
+    return ".".join(str(part) for part in newest)
 
 
 def make_archive(bundle: Path, out: Path, version: str, *, compresslevel: int = 6) -> Path:
     """``conflictbench-studio-<version>-linux-<arch>.tar.gz``: install.sh, uninstall.sh, the menu entry, the icon,
-    and the bundle as ``app/``, all under one top folder."""
+    glibc-min.txt (read by install.sh) and the bundle as ``app/``, all under one top folder."""
     top = f"{BUNDLE_NAME}-{version}-linux-{platform.machine()}"
     archive = out / f"{top}.tar.gz"
     partial = archive.with_name(archive.name + ".partial")
@@ -100,6 +136,10 @@ def make_archive(bundle: Path, out: Path, version: str, *, compresslevel: int = 
     with tarfile.open(partial, "w:gz", compresslevel=compresslevel) as tar:
         for name in INSTALLER_FILES:
             tar.add(INSTALLER / name, arcname=f"{top}/{name}", filter=normalize)
+        glibc = (glibc_needed(bundle) + "\n").encode()
+        info = normalize(tarfile.TarInfo(f"{top}/glibc-min.txt"))
+        info.size, info.mode, info.mtime = len(glibc), 0o644, int(time.time())
+        tar.addfile(info, io.BytesIO(glibc))
         tar.add(bundle, arcname=f"{top}/app", filter=normalize)
     partial.replace(archive)
     return archive
@@ -112,7 +152,9 @@ def folder_size(path: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "dist", help="output folder (default: dist/)")
-    parser.add_argument("--work", type=Path, default=None, help="PyInstaller work folder (default: build/pyinstaller)")
+    parser.add_argument(
+        "--work", type=Path, default=None, help="PyInstaller work folder (default: build/pyinstaller)"
+    )
     parser.add_argument("--no-archive", action="store_true", help="build and check the bundle only")
     args = parser.parse_args(argv)
     out = args.out.resolve()
@@ -127,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Bundle built in {built:.0f} s: {bundle} ({folder_size(bundle) / 1e6:.0f} MB)")
         for check in check_bundle(bundle):
             print(f"ok  {check}")
+        print(f"Runs on Linux with glibc {glibc_needed(bundle)} or newer (the build machine's floor).")
         if not args.no_archive:
             started = time.perf_counter()
             archive = make_archive(bundle, out, __version__)

@@ -32,6 +32,7 @@ for arg in "$@"; do
 done
 
 # -- checks before touching anything ---------------------------------------------------------------------------
+[ -f "$here/glibc-min.txt" ] || fail "$here/glibc-min.txt is missing: unpack the whole archive and run install.sh from it."
 [ -x "$here/app/conflictbench" ] || fail "$here/app/conflictbench is missing: unpack the whole archive and run install.sh from it."
 [ "$(uname -s)" = Linux ] || fail "this package is for Linux; this machine runs $(uname -s)."
 [ "$(uname -m)" = x86_64 ] || fail "this package is for x86_64 processors; this machine is $(uname -m)."
@@ -40,6 +41,16 @@ for path in "$prefix" "$bindir" "$appsdir"; do
     *[\"\`\$\\]*) fail "the path '$path' contains a quote, backquote, dollar or backslash; set a plainer one." ;;
   esac
 done
+# The bundle carries its own Python and libraries but uses the system's C library, which must be as new as the one
+# it was built against (build_app.py measures it into glibc-min.txt).
+need_glibc="$(cat "$here/glibc-min.txt")"
+have_glibc="$(getconf GNU_LIBC_VERSION 2> /dev/null | awk '{print $2}')"
+if [ -z "$have_glibc" ]; then
+  fail "this system does not use the GNU C library (glibc); the app needs glibc $need_glibc or newer."
+fi
+if [ "$(printf '%s\n%s\n' "$need_glibc" "$have_glibc" | sort -V | head -n 1)" != "$need_glibc" ]; then
+  fail "this system's C library is glibc $have_glibc; the app needs $need_glibc or newer (for example Debian 12, Ubuntu 24.04, Fedora 37 or later)."
+fi
 if [ -e "$prefix" ] && [ ! -e "$prefix/$MARKER" ]; then
   fail "$prefix exists but was not made by this installer; move it away or set CONFLICTBENCH_PREFIX to another folder."
 fi
@@ -55,8 +66,11 @@ cp -a "$here/app" "$staging/app"
 cp "$here/uninstall.sh" "$staging/uninstall.sh"
 chmod +x "$staging/uninstall.sh"
 cp "$here/conflictbench-studio.svg" "$staging/share/conflictbench-studio.svg"
-"$staging/app/conflictbench" --version > "$staging/$MARKER" \
-  || fail "the bundled program does not start on this machine (see the message above)."
+if ! "$staging/app/conflictbench" --version > "$staging/$MARKER" 2> "$staging/start-error.txt"; then
+  cat "$staging/start-error.txt" >&2
+  fail "the bundled program does not start on this machine (see the message above)."
+fi
+rm -f "$staging/start-error.txt"
 if [ -e "$prefix" ]; then
   mv "$prefix" "$prefix.old.$$"
   mv "$staging" "$prefix"
@@ -138,7 +152,7 @@ if [ "$selftest" = 1 ]; then
 fi
 
 say ""
-say "ConflictBench Studio $(cat "$prefix/$MARKER" | awk '{print $NF}') is installed."
+say "ConflictBench Studio $(awk '{print $NF}' "$prefix/$MARKER") is installed."
 say "  Start it from the application menu (\"ConflictBench Studio\") or with: conflictbench-studio"
 say "  Command line: conflictbench --help"
 say "  Uninstall:    $prefix/uninstall.sh"

@@ -50,7 +50,9 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def user_env(home: Path) -> dict[str, str]:
     """A user's environment: a fresh HOME, no project variables, no venv or toolchain to fall back on."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CONFLICTBENCH_", "XDG_", "QT_", "PYTHON"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("CONFLICTBENCH_", "XDG_", "QT_", "PYTHON"))
+    }
     env.update(
         HOME=str(home),
         PATH="/usr/local/bin:/usr/bin:/bin",
@@ -69,7 +71,9 @@ def run(cmd: list[str], home: Path, timeout: float = 300) -> subprocess.Complete
     proc = subprocess.run(
         cmd, cwd=home, env=user_env(home), capture_output=True, text=True, timeout=timeout, check=False
     )
-    assert proc.returncode == 0, f"{cmd} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (
+        f"{cmd} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     return proc
 
 
@@ -91,7 +95,9 @@ def test_bundle_cli(bundle: Path, tmp_path: Path) -> None:
 
     db = tmp_path / "run.db"
     result = json.loads(
-        run([exe, "run", "--agent", "random:1", "--scenarios", "EP1-101", "--json", "--db", str(db)], home).stdout
+        run(
+            [exe, "run", "--agent", "random:1", "--scenarios", "EP1-101", "--json", "--db", str(db)], home
+        ).stdout
     )
     [episode] = result["episodes"]
     assert episode["scenario_id"] == "EP1-101"
@@ -124,7 +130,9 @@ def test_installer_into_fresh_home(bundle: Path, tmp_path: Path) -> None:
     listed = json.loads(run([str(launcher), "scenarios", "list", "--json"], home).stdout)
     assert sorted(s["id"] for s in listed) == EXPECTED_SCENARIOS
     cli = home / ".local" / "bin" / "conflictbench"
-    ran = json.loads(run([str(cli), "run", "--agent", "random:1", "--scenarios", "EP2-101", "--json"], home).stdout)
+    ran = json.loads(
+        run([str(cli), "run", "--agent", "random:1", "--scenarios", "EP2-101", "--json"], home).stdout
+    )
     assert ran["episodes"][0]["error"] is None
     assert (home / ".local" / "share" / "conflictbench" / "conflictbench.db").is_file()
 
@@ -139,24 +147,42 @@ def test_installer_into_fresh_home(bundle: Path, tmp_path: Path) -> None:
     assert (home / ".local" / "share" / "conflictbench" / "conflictbench.db").is_file()
 
 
+def stage_installer(bundle: Path, where: Path, glibc: str) -> Path:
+    """The archive's layout without packing it: the installer files and the bundle, linked."""
+    where.mkdir()
+    for name in build_app.INSTALLER_FILES:
+        (where / name).symlink_to(build_app.INSTALLER / name)
+    (where / "app").symlink_to(bundle)
+    (where / "glibc-min.txt").write_text(glibc + "\n")
+    return where / "install.sh"
+
+
+def run_failing(cmd: list[str], home: Path) -> subprocess.CompletedProcess[str]:
+    home.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        cmd, cwd=home, env=user_env(home), capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    return proc
+
+
 def test_installer_leaves_a_foreign_folder_alone(bundle: Path, tmp_path: Path) -> None:
     """install.sh must not replace a folder it did not make (it deletes the old install on upgrade)."""
     home = tmp_path / "home"
     foreign = home / ".local" / "opt" / "conflictbench-studio"
     foreign.mkdir(parents=True)
     (foreign / "keep.txt").write_text("mine")
-    staged = tmp_path / "staged"
-    staged.mkdir()
-    for name in build_app.INSTALLER_FILES:
-        (staged / name).symlink_to(build_app.INSTALLER / name)
-    (staged / "app").symlink_to(bundle)
-    proc = subprocess.run(
-        ["bash", str(staged / "install.sh"), "--no-selftest"],
-        cwd=home, env=user_env(home), capture_output=True, text=True, timeout=120, check=False,
-    )
-    assert proc.returncode == 1
+    install = stage_installer(bundle, tmp_path / "staged", build_app.glibc_needed(bundle))
+    proc = run_failing(["bash", str(install), "--no-selftest"], home)
     assert "was not made by this installer" in proc.stderr
     assert (foreign / "keep.txt").read_text() == "mine"
+
+
+def test_installer_refuses_an_older_glibc(bundle: Path, tmp_path: Path) -> None:
+    install = stage_installer(bundle, tmp_path / "staged", "9.99")
+    proc = run_failing(["bash", str(install), "--no-selftest"], tmp_path / "home")
+    assert "the app needs 9.99 or newer" in proc.stderr
+    assert not (tmp_path / "home" / ".local" / "opt").exists()
 
 
 def _project_version() -> str:
