@@ -139,7 +139,7 @@ fi
 status=0
 if [ "$selftest" = 1 ]; then
   say ""
-  say "Self-test: playing a scripted episode offscreen (about a minute) ..."
+  say "Self-test: playing a scripted episode offscreen (under a minute) ..."
   log="$prefix/selftest.log"
   if QT_QPA_PLATFORM=offscreen "$app" gui --selftest > "$log" 2>&1; then
     say "  $(grep -E '^Self-test passed' "$log" || echo 'Self-test passed.')"
