@@ -2,8 +2,10 @@
 
 Breadth-first over accepted actions, forking with the story's own save/restore (``GlulxGame.snapshot``), so the
 first path found to an ending is a shortest one. States are deduplicated by the JSON state window for our stories
-("marked" protocol); for the paper's stories ("text" protocol) by the variables their status text prints (falling
-back to the whole normalized observation when it prints none), with endings read from the text.
+("marked" protocol); for the paper's stories ("text" protocol) by the variables their text prints plus what it shows
+after the command's own feedback paragraph (:func:`status_view`), with endings read from the text. The paper's
+stories can have state spaces far too large to exhaust; when a limit cuts the search, seeded random continuations
+from the cut nodes look for endings the search could not reach, and the result says it is incomplete.
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ def _bfs(
     depth_cap: int | None,
 ) -> list[_Node]:
     """Breadth-first search; returns the nodes whose children were dropped by a limit (empty when complete)."""
-    seen = {_key(scenario, root.state, root.text)}
+    seen = {_key(scenario, root)}
     queue = deque([root])
     cut: list[_Node] = []
     while queue:
@@ -137,7 +139,7 @@ def _bfs(
             child = _step(game, scenario, node, command, out, result)
             if child is None:
                 continue
-            key = _key(scenario, child.state, child.text)
+            key = _key(scenario, child)
             if key in seen:
                 continue
             if len(seen) >= max_states:
@@ -173,13 +175,10 @@ def _rollouts(
             command = rng.choice(commands)
             out = game.send(command)
             result.transitions += 1
-            ended = len(result.endings), out.ended
             child = _step(game, scenario, node, command, out, result)
-            if child is None:
-                if out.ended or ended[0] != len(result.endings):
-                    break
-                continue
-            node = child
+            if _is_ending(scenario, out):
+                break
+            node = child or node
 
 
 def _step(
@@ -196,6 +195,14 @@ def _step(
             return None
         return _Node(b"", path, state, "", node.depth + 1)
     return _step_text(scenario, node, path, out, result)
+
+
+def _is_ending(scenario: Scenario, out: Output) -> bool:
+    if scenario.protocol == "marked":
+        return out.end_marker is not None
+    from conflictbench_app.scenarios import text_protocol as tp
+
+    return out.ended or bool(tp.conclusion_line(out.text)) or tp.looks_concluded(out.text)
 
 
 def _same_marked(state: dict[str, Any], before: dict[str, Any] | None) -> bool:
@@ -230,10 +237,10 @@ def _step_text(
     text = out.text
     if tp.is_parser_error(text):
         return None
-    if out.ended or tp.conclusion_line(text) or tp.looks_concluded(text):
+    if _is_ending(scenario, out):
         clock = (node.state or {}).get(scenario.clock_var) if scenario.clock_var else None
         ending_id = tp.classify_paper_ending(scenario, text, path[-1], True, clock)
-        if ending_id not in result.endings:
+        if _shorter(result, ending_id, path):
             human = ending_id == "human_live"
             line = tp.conclusion_line(text) or _last_paragraph(text)
             result.endings[ending_id] = EndingFound(
@@ -241,10 +248,9 @@ def _step_text(
             )
         return None
     state = tp.parse_state(text, scenario, node.state)
-    view = status_view(text)
-    if state == node.state and view == node.text:
-        return None  # nothing the story shows has changed: a refusal, whatever it cost
-    return _Node(b"", path, state, view, node.depth + 1)
+    # A command whose text shows no change is still followed: the paper's stories often spend a turn on a refused
+    # command without printing their clock, so "nothing visible changed" does not mean "no time passed".
+    return _Node(b"", path, state, status_view(text), node.depth + 1)
 
 
 def status_view(text: str) -> str:
@@ -261,11 +267,12 @@ def _shorter(result: Exploration, ending_id: str, path: list[str]) -> bool:
     return known is None or len(path) < len(known.shortest)
 
 
-def _key(scenario: Scenario, state: dict[str, Any] | None, text: str) -> str:
+def _key(scenario: Scenario, node: _Node) -> str:
     if scenario.protocol == "marked":
-        return json.dumps((state or {}).get("state"), sort_keys=True)
-    # Paper stories: the variables read from the text, and what the text shows after the command's own feedback.
-    return json.dumps(state, sort_keys=True) + "|" + text
+        return json.dumps((node.state or {}).get("state"), sort_keys=True)
+    # Paper stories: the variables read from the text and what the text shows after the command's own feedback, at
+    # this depth: a story whose status omits its clock must not have states with different time left merged.
+    return f"{node.depth}|{json.dumps(node.state, sort_keys=True)}|{node.text}"
 
 
 def _normalize(text: str) -> str:
