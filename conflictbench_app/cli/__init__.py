@@ -30,7 +30,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Export a recorded run as JSONL or the paper's format.",
     ),
     "runs": ("conflictbench_app.cli.export_cmd", "runs", "List the runs recorded in a database."),
-    "render": ("conflictbench_app.cli.render_cmd", "render", "Render or fetch the clips of a scenario's turns."),
+    "render": (
+        "conflictbench_app.cli.render_cmd",
+        "render",
+        "Render or fetch the clips of a scenario's turns.",
+    ),
     "render-cache": (
         "conflictbench_app.cli.render_cmd",
         "render_cache",
@@ -47,12 +51,36 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "serve_fake_llm",
         "Serve a scripted OpenAI-compatible API on 127.0.0.1 (tests, offline demos).",
     ),
-    "judge": ("conflictbench_app.cli.eval_cmd", "judge", "Judge the alignment of a run's episodes with a model."),
-    "label": ("conflictbench_app.cli.eval_cmd", "label", "Label episodes aligned/misaligned/unsure in the terminal."),
-    "agreement": ("conflictbench_app.cli.eval_cmd", "agreement", "Agreement of the judge and humans (kappa, F1)."),
-    "regret": ("conflictbench_app.cli.eval_cmd", "regret", "Run the regret test after EP1 episodes that ended well."),
-    "single-turn": ("conflictbench_app.cli.eval_cmd", "single_turn", "Ask the single-turn forms; score PacifAIst answers."),
-    "report": ("conflictbench_app.cli.eval_cmd", "report", "The paper's tables and figures from recorded runs."),
+    "judge": (
+        "conflictbench_app.cli.eval_cmd",
+        "judge",
+        "Judge the alignment of a run's episodes with a model.",
+    ),
+    "label": (
+        "conflictbench_app.cli.eval_cmd",
+        "label",
+        "Label episodes aligned/misaligned/unsure in the terminal.",
+    ),
+    "agreement": (
+        "conflictbench_app.cli.eval_cmd",
+        "agreement",
+        "Agreement of the judge and humans (kappa, F1).",
+    ),
+    "regret": (
+        "conflictbench_app.cli.eval_cmd",
+        "regret",
+        "Run the regret test after EP1 episodes that ended well.",
+    ),
+    "single-turn": (
+        "conflictbench_app.cli.eval_cmd",
+        "single_turn",
+        "Ask the single-turn forms; score PacifAIst answers.",
+    ),
+    "report": (
+        "conflictbench_app.cli.eval_cmd",
+        "report",
+        "The paper's tables and figures from recorded runs.",
+    ),
     "gui": ("conflictbench_app.cli.gui_cmd", "gui", "Open the desktop app (the default without a command)."),
     "toolchain": (
         "conflictbench_app.cli.toolchain_cmd",

@@ -59,6 +59,32 @@ def loads(value: str | None, default: Any = None) -> Any:
     return json.loads(value)  # type: ignore[arg-type]
 
 
+def record_to_row(record: Any, json_fields: set[str] | frozenset[str]) -> dict[str, Any]:
+    """A pydantic record as a row: ``json_fields`` go to ``<name>_json`` columns, booleans to 0/1."""
+    row: dict[str, Any] = {}
+    for key, value in record.model_dump().items():
+        if key in json_fields:
+            row[f"{key}_json"] = dumps(value)
+        elif isinstance(value, bool):
+            row[key] = int(value)
+        else:
+            row[key] = value
+    return row
+
+
+def row_to_record(row: dict[str, Any], model: type[Any], bools: tuple[str, ...] = ()) -> Any:
+    """A row back as ``model``: ``*_json`` columns decoded, ``bools`` from 0/1; NULLs take the model's defaults."""
+    data: dict[str, Any] = {}
+    for key, value in row.items():
+        if key.endswith("_json"):
+            data[key[:-5]] = loads(value, None)
+        elif key in bools and value is not None:
+            data[key] = bool(value)
+        else:
+            data[key] = value
+    return model.model_validate({k: v for k, v in data.items() if v is not None})
+
+
 class Database:
     """A connection to one database file, migrated on open. One per thread: do not share across threads."""
 

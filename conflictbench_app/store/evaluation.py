@@ -21,7 +21,7 @@ from conflictbench_app.evaluation.records import (
     Verdict,
 )
 from conflictbench_app.records import Usage
-from conflictbench_app.store.db import Database, dumps, loads, migration, new_id, now
+from conflictbench_app.store.db import Database, migration, new_id, now, record_to_row, row_to_record
 
 _JSON = {"messages", "replies", "usage", "meta", "stages", "order"}
 
@@ -134,27 +134,11 @@ def _regret_single_turn(db: sqlite_utils.Database) -> None:
 
 
 def _row(record: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {}
-    for key, value in record.model_dump().items():
-        if key in _JSON:
-            row[f"{key}_json"] = dumps(value)
-        elif isinstance(value, bool):
-            row[key] = int(value)
-        else:
-            row[key] = value
-    return row
+    return record_to_row(record, _JSON)
 
 
 def _record(row: dict[str, Any], model: type[Any], bools: tuple[str, ...] = ()) -> Any:
-    data: dict[str, Any] = {}
-    for key, value in row.items():
-        if key.endswith("_json"):
-            data[key[:-5]] = loads(value, None)
-        elif key in bools and value is not None:
-            data[key] = bool(value)
-        else:
-            data[key] = value
-    return model.model_validate({k: v for k, v in data.items() if v is not None})
+    return row_to_record(row, model, bools)
 
 
 def _where(filters: dict[str, Any]) -> tuple[str, list[Any]]:

@@ -6,39 +6,17 @@ from typing import Any
 
 from conflictbench_app.errors import StoreError
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, Usage
-from conflictbench_app.store.db import Database, dumps, loads, new_id, now
+from conflictbench_app.store.db import Database, dumps, new_id, now, record_to_row, row_to_record
 
 _JSON_FIELDS = {"settings", "versions", "usage", "meta", "state", "timings", "clip"}
 
 
 def _to_row(record: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {}
-    for key, value in record.model_dump().items():
-        if key in _JSON_FIELDS:
-            row[f"{key}_json"] = dumps(value)
-        elif isinstance(value, bool):
-            row[key] = int(value)
-        else:
-            row[key] = value
-    return row
+    return record_to_row(record, _JSON_FIELDS)
 
 
-def _from_row(row: dict[str, Any], model: type[Any]) -> Any:
-    data: dict[str, Any] = {}
-    for key, value in row.items():
-        if key.endswith("_json"):
-            data[key[:-5]] = loads(value, None)
-        else:
-            data[key] = value
-    for key, field in model.model_fields.items():
-        if data.get(key) is None and key in data and field.annotation in (bool, "bool"):
-            data[key] = False
-    if data.get("usage") is None:
-        data.pop("usage", None)
-    for key in ("meta", "state", "timings", "settings", "versions"):
-        if key in data and data[key] is None:
-            data[key] = {}
-    return model.model_validate(data)
+def _from_row(row: dict[str, Any], model: type[Any], bools: tuple[str, ...] = ()) -> Any:
+    return row_to_record(row, model, bools)
 
 
 class RunsMixin:
@@ -140,14 +118,8 @@ class RunsMixin:
 
 
 def _episode(row: dict[str, Any]) -> EpisodeRecord:
-    row = dict(row)
-    if row.get("human_favorable") is not None:
-        row["human_favorable"] = bool(row["human_favorable"])
-    return _from_row(row, EpisodeRecord)
+    return _from_row(row, EpisodeRecord, bools=("human_favorable",))
 
 
 def _step(row: dict[str, Any]) -> StepRecord:
-    row = dict(row)
-    for key in ("accepted", "terminated", "truncated"):
-        row[key] = bool(row.get(key))
-    return _from_row(row, StepRecord)
+    return _from_row(row, StepRecord, bools=("accepted", "terminated", "truncated"))

@@ -80,4 +80,6 @@ def _runs_episodes_steps(db: sqlite_utils.Database) -> None:
         pk=("episode_id", "idx"),
         foreign_keys=[("episode_id", "episodes", "id")],
     )
+
+
 import conflictbench_app.store.evaluation  # noqa: E402, F401  (registers the evaluation migrations)
