@@ -87,3 +87,12 @@ def test_every_command_the_readme_names_exists() -> None:
     named = set(re.findall(r"conflictbench ([a-z][a-z-]+)", text))
     unknown = sorted(n for n in named if n not in COMMANDS)
     assert not unknown, f"README names commands that do not exist: {unknown}"
+
+
+def test_lint_and_format_are_clean() -> None:
+    ruff = Path(sys.executable).parent / "ruff"
+    if not ruff.exists():
+        pytest.skip("ruff is not installed (it comes with the [test] extra)")
+    for args in (["check", "."], ["format", "--check", "."]):
+        proc = subprocess.run([str(ruff), *args], cwd=ROOT, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
