@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from conflictbench_app.errors import StoreError
@@ -101,12 +102,10 @@ class RunsMixin:
             record = record.model_copy(update={"created_at": now()})
         try:
             self.database.db["steps"].insert(_to_row(record))
-        except Exception as exc:  # sqlite3.IntegrityError, wrapped by sqlite-utils in some versions
-            if "UNIQUE" in str(exc) or "PRIMARY KEY" in str(exc):
-                raise StoreError(
-                    f"Step {record.idx} of episode {record.episode_id} is already recorded."
-                ) from exc
-            raise
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(
+                f"Step {record.idx} of episode {record.episode_id} is already recorded ({exc})."
+            ) from exc
         return record
 
     def steps(self, episode_id: str) -> list[StepRecord]:
