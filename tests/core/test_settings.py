@@ -57,3 +57,14 @@ def test_a_broken_settings_file_says_what_to_do(tmp_path: Path, monkeypatch: pyt
     get_settings.cache_clear()
     result = CliRunner().invoke(cli, ["runs"])
     assert result.exit_code == 1 and "not valid TOML" in result.output and "Traceback" not in result.output
+
+
+def test_toolchain_install_refuses_inside_a_packaged_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from conflictbench_app import toolchain
+    from conflictbench_app.errors import ToolchainError
+
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    with pytest.raises(ToolchainError, match="packaged app"):
+        toolchain.install()
