@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-step setup on a fresh machine, then run:
 #   bash packaging/bootstrap.sh app [ARGS...]   install, then start the app (`conflictbench ARGS`; no ARGS: the GUI)
-#   bash packaging/bootstrap.sh test [ARGS...]  install with the test and world-model extras, then run pytest ARGS
+#   bash packaging/bootstrap.sh test [ARGS...]  install with the test, world-model and packaging extras, then run pytest
 # Idempotent: a second run reinstalls only when pyproject.toml changed. Needs Python 3.11+ and pip's registry.
 set -euo pipefail
 mode="${1:-app}"; shift || true
@@ -17,7 +17,7 @@ pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
 
 case "$mode" in
   app)  extras="" ;;
-  test) extras="[test,wan]" ;;
+  test) extras="[test,wan,package]" ;;
   *) echo "bootstrap: unknown mode '$mode' (use app or test)" >&2; exit 2 ;;
 esac
 
