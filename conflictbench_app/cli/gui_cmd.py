@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import click
@@ -27,12 +28,8 @@ def gui(db: Path | None, source: Path | None, selftest: bool, screenshots: Path 
     """Open the desktop app: library, play, watch a model live, review and label, regret replay, results."""
     if screenshots is not None and not selftest:
         raise click.UsageError("--screenshots works with --selftest.")
-    try:
-        import PySide6  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - PySide6 is a dependency
-        raise click.ClickException(
-            "The desktop app needs PySide6: pip install 'PySide6-Essentials==6.11.3'."
-        ) from exc
+    if importlib.util.find_spec("PySide6") is None:  # pragma: no cover - PySide6 is a dependency
+        raise click.ClickException("The desktop app needs PySide6: pip install 'PySide6-Essentials==6.11.3'.")
     if selftest:
         _selftest(db, source, screenshots)
         return
