@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 from pathlib import Path
 
 import click
@@ -33,9 +35,26 @@ def gui(db: Path | None, source: Path | None, selftest: bool, screenshots: Path 
     if selftest:
         _selftest(db, source, screenshots)
         return
+    problem = missing_display()
+    if problem:
+        raise click.ClickException(problem)
     from conflictbench_app.ui.app import run_app
 
     raise SystemExit(run_app(db, source))
+
+
+def missing_display() -> str | None:
+    """Why a window cannot be shown here (Linux with no X11/Wayland display and no Qt platform chosen), or None."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return None
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    return (
+        "No display found (DISPLAY and WAYLAND_DISPLAY are unset), so the desktop app has nowhere to open its window. "
+        "On a machine without a screen use the command line instead: `conflictbench play ID` to play in the terminal, "
+        "`conflictbench run --agent ...` for batch runs, `conflictbench gui --selftest` to check the app offscreen. "
+        "To start the app anyway without showing it, set QT_QPA_PLATFORM=offscreen."
+    )
 
 
 def _selftest(db: Path | None, source: Path | None, screenshots: Path | None) -> None:

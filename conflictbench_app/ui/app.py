@@ -20,7 +20,8 @@ def application() -> QApplication:
             and sys.platform.startswith("linux")
             and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
         ):
-            # Without a display Qt would abort; run offscreen instead (TOOLCHAIN §3).
+            # Without a display Qt would abort. Only headless callers get here (the self-test, tests, benchmarks):
+            # `conflictbench gui` refuses first with a clear message (cli.gui_cmd.missing_display).
             os.environ["QT_QPA_PLATFORM"] = "offscreen"
         app = QApplication(sys.argv[:1])
         app.setApplicationName("ConflictBench Studio")

@@ -200,3 +200,20 @@ def test_cli_lists_the_gui_command() -> None:
     assert result.exit_code == 0 and "--selftest" in result.output and "--screenshots" in result.output
     result = CliRunner().invoke(cli, ["gui", "--screenshots", "x"])
     assert result.exit_code != 0 and "--selftest" in result.output
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the display check applies to Linux (X11/Wayland)"
+)
+@pytest.mark.parametrize("args", [["gui"], []], ids=["gui", "no-command"])
+def test_gui_without_a_display_says_so_instead_of_running_invisibly(args: list[str], tmp_path: Path) -> None:
+    hidden = {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}
+    env = {k: v for k, v in os.environ.items() if k not in hidden}
+    # A first start (the content note would be due) with its own data: nothing may be created.
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_DATA_HOME=str(tmp_path / "data"))
+    command = [sys.executable, "-m", "conflictbench_app", *args]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "No display found" in proc.stderr and "QT_QPA_PLATFORM=offscreen" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "data").exists() and not (tmp_path / "config").exists()
