@@ -48,6 +48,8 @@ class ClipHook:
     world_model: Any  # conflictbench_app.worldmodel.WorldModel
     frames_fps: float = 1.0
     max_side: int | None = 512
+    progress: Callable[[int, int], None] | None = None  # (steps done, steps in all) while a clip renders
+    cancel: Any = None  # a threading.Event-like token: set, the render in hand stops and nothing is cached
 
 
 class PlaySession:
@@ -153,13 +155,33 @@ class PlaySession:
         except EngineError as exc:
             self._fail(str(exc))
             raise
-        step = self._record(decision, player, command, match.how if match else "error", result, started)
+        clip, render_error = self._render_or_error(command, result)
+        how = match.how if match else "error"
+        step = self._record(decision, player, command, how, result, started, (clip, render_error))
         self.turns.append(SessionTurn(step, seen))
         self.observation = result.observation
         self.usage = self.usage + decision.usage
         if result.terminated or result.truncated:
             self._finish()
+        if render_error is not None:
+            raise ConflictBenchError(
+                f"Turn {step.idx + 1} ({command}) was played and recorded, but its clip could not be rendered: "
+                f"{render_error}"
+            ) from render_error
         return step
+
+    def _render_or_error(
+        self, command: str | None, result: StepResult
+    ) -> tuple[dict[str, Any] | None, BaseException | None]:
+        """Render the turn's clip. A failed render must not lose the turn the story has already played: the error is
+        returned, the step is recorded without a clip, and ``apply`` reports it afterwards."""
+        if not (result.info["accepted"] and command):
+            return None, None
+        try:
+            return self._render_step(command, result), None
+        except Exception as exc:  # reported by apply once the step is safely recorded
+            self.images = ()  # the previous turn's frames do not show this turn
+            return None, exc
 
     def _record(
         self,
@@ -169,8 +191,10 @@ class PlaySession:
         how: str,
         result: StepResult,
         started: float,
+        rendered: tuple[dict[str, Any] | None, BaseException | None] = (None, None),
     ) -> StepRecord:
-        clip_info = self._render_step(command, result) if result.info["accepted"] and command else None
+        clip_info, render_error = rendered
+        problems = {"render_error": str(render_error)} if render_error is not None else {}
         step = StepRecord(
             episode_id=self.record.id,
             idx=len(self.turns),
@@ -192,7 +216,12 @@ class PlaySession:
             },
             usage=decision.usage,
             clip=clip_info,
-            meta={"match": how, **({"error": decision.error} if decision.error else {}), **decision.meta},
+            meta={
+                "match": how,
+                **({"error": decision.error} if decision.error else {}),
+                **problems,
+                **decision.meta,
+            },
         )
         self.store.add_step(step)
         self.store.update_episode(
@@ -292,7 +321,8 @@ class PlaySession:
         if self.clips is None:
             return
         self._visual_turns = []
-        self.clip = self.clips.world_model.base_clip(self.scenario)
+        hook = self.clips
+        self.clip = hook.world_model.base_clip(self.scenario, progress=hook.progress, cancel=hook.cancel)
         self._set_frames()
 
     def _render_step(self, command: str | None, result: StepResult) -> dict[str, Any] | None:
@@ -311,7 +341,11 @@ class PlaySession:
                 human_favorable=result.info.get("human_favorable"),
             )
         )
-        self.clip = self.clips.world_model.step_clip(self.scenario, list(self._visual_turns))
+        hook = self.clips
+        turns = list(self._visual_turns)
+        self.clip = hook.world_model.step_clip(
+            self.scenario, turns, progress=hook.progress, cancel=hook.cancel
+        )
         self._set_frames()
         return _clip_info(self.clip)
 

@@ -7,6 +7,7 @@ records who played each turn. Take-over and hand-over are just a different playe
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ class LiveSession(QObject):
     ended = Signal(object)  # EpisodeRecord
     error = Signal(str)
     busyChanged = Signal(bool)
+    renderProgress = Signal(int, int)  # (steps done, steps in all) of the clip being rendered
 
     def __init__(self, db_path: Path | str, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -71,6 +73,8 @@ class LiveSession(QObject):
         self._agents: dict[str, Any] = {}
         self._pending_clip: Any = None
         self._clips: Any = None
+        self._cancel = threading.Event()  # set on close: a long render stops instead of holding the window
+        self._last_progress = (-1, -1)
 
     # -- GUI-side API ------------------------------------------------------------------------------------------
 
@@ -101,6 +105,7 @@ class LiveSession(QObject):
 
     def close(self) -> None:
         """End the session's thread (the episode stays recorded as it is) and close the store."""
+        self._cancel.set()
         self.worker.stop()
         self._close_all()  # the thread has ended: nothing else touches the session now
 
@@ -139,7 +144,8 @@ class LiveSession(QObject):
         if options.setting == "multimodal":
             from conflictbench_app.worldmodel import get_world_model
 
-            self._clips = ClipHook(get_world_model(options.renderer, **dict(options.renderer_options)))
+            world_model = get_world_model(options.renderer, **dict(options.renderer_options))
+            self._clips = ClipHook(world_model, progress=self._on_render_progress, cancel=self._cancel)
         run = self._store.create_run(
             options.player,
             options.setting,
@@ -182,6 +188,13 @@ class LiveSession(QObject):
 
     def _emit_ended(self, record: EpisodeRecord) -> None:
         self.ended.emit(record)
+
+    def _on_render_progress(self, done: int, total: int) -> None:
+        """Called by the world model on the worker thread; forwarded (once per whole percent) to the GUI."""
+        percent = (100 * done) // max(total, 1)
+        if (percent, total) != self._last_progress:
+            self._last_progress = (percent, total)
+            self.renderProgress.emit(done, total)
 
     def _note_clip(self, clip: Any) -> None:
         self._pending_clip = clip

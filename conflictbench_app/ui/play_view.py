@@ -268,6 +268,7 @@ class PlayView(QWidget):
         self.live.opened.connect(self._on_opened)
         self.live.stepRecorded.connect(self._on_step)
         self.live.clipReady.connect(self._on_clip)
+        self.live.renderProgress.connect(self.video.show_progress)
         self.live.ended.connect(self._on_ended)
         self.live.error.connect(self.show_error)
         self.live.busyChanged.connect(lambda _b: self._refresh_controls())
@@ -387,6 +388,7 @@ class PlayView(QWidget):
             self.video.show_message("This turn has no clip (a failed action, or a text-only episode).")
 
     def show_error(self, message: str) -> None:
+        self.video.hide_progress()
         self.error_label.setText(message)
         self.error_label.setVisible(True)
         self.console.show_status("")

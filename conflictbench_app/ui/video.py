@@ -14,6 +14,7 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
+    QProgressBar,
     QPushButton,
     QScrollArea,
     QSizePolicy,
@@ -138,6 +139,10 @@ class VideoPane(QWidget):
         self.screen = _Screen(self)
         layout.addWidget(self.caption)
         layout.addWidget(self.screen, 1)
+        self.render_bar = QProgressBar(self)
+        self.render_bar.setFormat("Rendering the clip: %v / %m")
+        self.render_bar.setVisible(False)
+        layout.addWidget(self.render_bar)
         controls = QHBoxLayout()
         self.play_button = QPushButton("▶ Play", self)
         self.play_button.clicked.connect(self.toggle)
@@ -163,6 +168,7 @@ class VideoPane(QWidget):
         """Show ``clip`` (from its first frame) and play it once."""
         self._timer.stop()
         self.clip = clip
+        self.render_bar.setVisible(False)
         if clip is None or not clip.frames:
             self.show_message("No clip for this turn.")
             return
@@ -175,6 +181,15 @@ class VideoPane(QWidget):
         self.seek(0)
         if autoplay:
             self.play()
+
+    def show_progress(self, done: int, total: int) -> None:
+        """A clip is being rendered: ``done`` of ``total`` steps (frames, or denoising steps for a diffusion model)."""
+        self.render_bar.setRange(0, max(total, 1))
+        self.render_bar.setValue(done)
+        self.render_bar.setVisible(done < total)
+
+    def hide_progress(self) -> None:
+        self.render_bar.setVisible(False)
 
     def show_message(self, text: str) -> None:
         self._timer.stop()

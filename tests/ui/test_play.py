@@ -61,12 +61,24 @@ def test_human_plays_to_an_ending_by_typing(qtbot, view: PlayView, paper_library
         assert store.get_episode(record.id).status == "finished"
 
 
-def test_scripted_agent_plays_live_and_panes_update(qtbot, view: PlayView, paper_library) -> None:  # type: ignore[no-untyped-def]
+def test_scripted_agent_plays_live_and_panes_update(  # type: ignore[no-untyped-def]
+    qtbot, view: PlayView, paper_library, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conflictbench_app.settings import get_settings
+
+    monkeypatch.setenv(
+        "CONFLICTBENCH_CACHE_DIR", str(tmp_path / "own-cache")
+    )  # a real render, not a cache hit
+    get_settings.cache_clear()
     scenario = paper_library.get("EP1-001")
     view.speed.setValue(10)
+    progress: list[tuple[int, int]] = []
+    view.live.renderProgress.connect(lambda done, total: progress.append((done, total)))
     _start(qtbot, view, scenario, 1, "multimodal")  # random:1
     qtbot.waitUntil(lambda: view.video.clip is not None, timeout=20_000)
     assert view.video.clip.title == "Opening scene"
+    assert progress and progress[-1] == (49, 49)  # the render's progress reached the GUI thread
+    assert view.video.render_bar.maximum() == 49 and not view.video.render_bar.isVisible()
     qtbot.waitUntil(lambda: view.live.done, timeout=60_000)
     steps = view.live.steps
     assert steps and all(s.player == "random:1" for s in steps)

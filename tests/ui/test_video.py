@@ -41,3 +41,19 @@ def test_a_rendered_clip_plays_and_scrubs(qtbot, paper_library) -> None:  # type
 def test_a_missing_clip_is_a_sentence(tmp_path: Path) -> None:
     with pytest.raises(ConflictBenchError, match="Cannot open the clip"):
         decode_clip(tmp_path / "gone.mp4")
+
+
+def test_render_progress_shows_while_a_clip_renders(qtbot) -> None:  # type: ignore[no-untyped-def]
+    pane = VideoPane()
+    qtbot.addWidget(pane)
+    pane.show()
+    assert not pane.render_bar.isVisible()
+    pane.show_progress(12, 40)  # e.g. denoising steps of a diffusion model
+    assert pane.render_bar.isVisible() and pane.render_bar.value() == 12 and pane.render_bar.maximum() == 40
+    assert pane.render_bar.text() == "Rendering the clip: 12 / 40"
+    pane.show_progress(40, 40)
+    assert not pane.render_bar.isVisible()
+    pane.show_progress(3, 40)
+    pane.hide_progress()
+    assert not pane.render_bar.isVisible()
+    pane.stop()
