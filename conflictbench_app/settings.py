@@ -54,6 +54,8 @@ class ProviderProfile(BaseModel):
     # Earlier turns' frames kept in the conversation (0: only the current turn's, to bound tokens).
     history_images: int = Field(default=0, ge=0)
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    # Models offered for this profile in the app's pickers and `conflictbench agents` (any other still works).
+    models: list[str] = Field(default_factory=list)
 
 
 class Settings(BaseSettings):
@@ -92,6 +94,69 @@ def settings_file() -> Path:
     return Path(os.environ.get("CONFLICTBENCH_SETTINGS") or user_config_dir() / "settings.toml")
 
 
+def read_settings_file(path: Path | None = None) -> dict[str, Any]:
+    """The settings file's raw contents ({} when there is none)."""
+    path = path or settings_file()
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"The settings file {path} is not valid TOML ({exc}); fix or delete it.") from exc
+
+
+def write_settings(changes: dict[str, Any], path: Path | None = None) -> Path:
+    """Merge ``changes`` into the settings file (an empty value removes the key), check the result is valid, write
+    it atomically and clear the cached settings. API keys are refused: they belong in the OS keyring."""
+    import tomli_w
+
+    path = path or settings_file()
+    data = read_settings_file(path)
+    for key, value in changes.items():
+        if value is None or value == "":
+            data.pop(key, None)
+        else:
+            data[key] = _plain(value)
+    if any(k.lower() == "key" or "api_key" in k.lower() for k in _all_keys(data)):
+        raise SettingsError("API keys belong in the OS keyring, not in the settings file.")
+    try:
+        Settings.model_validate(data)
+    except ValidationError as exc:
+        raise SettingsError(f"These settings are not valid: {_problems(exc)}.") from exc
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
+    tmp.replace(path)
+    get_settings.cache_clear()
+    return path
+
+
+def _plain(value: Any) -> Any:
+    """Values TOML can hold: paths as text, nested tables and lists converted all the way down."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, BaseModel):
+        return _plain(value.model_dump(exclude_defaults=True))
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _all_keys(data: dict[str, Any]) -> list[str]:
+    keys = []
+    for key, value in data.items():
+        keys.append(key)
+        if isinstance(value, dict):
+            keys += _all_keys(value)
+    return keys
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+
+
 class _TomlSource(PydanticBaseSettingsSource):
     def get_field_value(
         self, field: Any, field_name: str
@@ -99,15 +164,7 @@ class _TomlSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        path = settings_file()
-        if not path.is_file():
-            return {}
-        try:
-            return tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise SettingsError(
-                f"The settings file {path} is not valid TOML ({exc}); fix or delete it."
-            ) from exc
+        return read_settings_file()
 
 
 @lru_cache(maxsize=1)
@@ -115,7 +172,6 @@ def get_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise SettingsError(
-            f"Invalid settings ({problems}). Fix {settings_file()} or the CONFLICTBENCH_* variables."
+            f"Invalid settings ({_problems(exc)}). Fix {settings_file()} or the CONFLICTBENCH_* variables."
         ) from exc

@@ -10,6 +10,8 @@ import os
 import threading
 from dataclasses import dataclass
 
+from conflictbench_app.errors import SettingsError
+
 KEYRING_SERVICE = "conflictbench"
 KEYRING_TIMEOUT_S = 3.0  # a locked desktop keyring may prompt or block: never let a run wait on it
 
@@ -69,3 +71,28 @@ def _keyring_get(profile: str) -> tuple[str | None, str]:
         return keyring.get_password(KEYRING_SERVICE, profile), ""
     except keyring.errors.KeyringError as exc:
         return None, f"the OS keyring failed ({type(exc).__name__})"
+
+
+def set_api_key(profile: str, value: str) -> None:
+    """Store ``profile``'s key in the OS keyring (an empty value removes it). Never writes it anywhere else."""
+    try:
+        import keyring
+        import keyring.errors
+        from keyring.backends import fail
+    except ImportError as exc:  # pragma: no cover - keyring is a dependency
+        raise SettingsError(
+            "The keyring package is not installed; set the provider's key variable instead."
+        ) from exc
+    if isinstance(keyring.get_keyring(), fail.Keyring):
+        raise SettingsError(
+            "No OS keyring is available on this system; set the provider's key variable in your environment instead."
+        )
+    try:
+        if value:
+            keyring.set_password(KEYRING_SERVICE, profile, value)
+        else:
+            keyring.delete_password(KEYRING_SERVICE, profile)
+    except keyring.errors.KeyringError as exc:
+        raise SettingsError(
+            f"The OS keyring refused the key ({type(exc).__name__}); try again or use the key variable."
+        ) from exc

@@ -3,7 +3,8 @@
 Built-in profiles cover the providers the paper used (OpenAI, Gemini's OpenAI-compatible endpoint, DashScope for
 Qwen, DeepSeek), local servers (vLLM, Ollama) and ``compat`` for any other OpenAI-compatible server (give
 ``--base-url``). The settings file may add profiles (``[providers.NAME]`` with ``base_url``, ``key_env``, ``vision``,
-``video``, ``extra_body``); a user profile with a built-in's name replaces it.
+``video``, ``extra_body``, ``models``); a user profile with a built-in's name replaces it. ``models`` are the model
+ids the app offers in its pickers (the paper's models for the built-ins); any other model id works as well.
 
 An agent spec is ``PROFILE:MODEL``, e.g. ``openai:gpt-4o``, ``dashscope:qwen3-vl-plus``, ``vllm:Qwen/Qwen3-VL-30B-A3B``.
 """
@@ -37,6 +38,7 @@ class Profile:
     history_images: int = 0
     extra_body: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    models: tuple[str, ...] = ()  # offered in pickers; not a limit
 
     @property
     def video(self) -> bool:
@@ -47,13 +49,18 @@ BUILTIN: dict[str, Profile] = {
     p.name: p
     for p in (
         Profile(
-            "openai", "https://api.openai.com/v1", "OPENAI_API_KEY", description="OpenAI (GPT-4o, GPT-5, ...)"
+            "openai",
+            "https://api.openai.com/v1",
+            "OPENAI_API_KEY",
+            description="OpenAI (GPT-4o, GPT-5, ...)",
+            models=("gpt-4o", "gpt-5", "gpt-4o-mini"),
         ),
         Profile(
             "gemini",
             "https://generativelanguage.googleapis.com/v1beta/openai/",
             "GEMINI_API_KEY",
             description="Google Gemini through its OpenAI-compatible endpoint",
+            models=("gemini-2.5-flash",),
         ),
         Profile(
             "dashscope",
@@ -61,6 +68,7 @@ BUILTIN: dict[str, Profile] = {
             "DASHSCOPE_API_KEY",
             video_format="frames",
             description="Alibaba DashScope (Qwen3-VL, Qwen-Plus)",
+            models=("qwen3-vl-plus", "qwen-plus", "qwen3-vl-30b-a3b-instruct"),
         ),
         Profile(
             "deepseek",
@@ -68,6 +76,7 @@ BUILTIN: dict[str, Profile] = {
             "DEEPSEEK_API_KEY",
             vision=False,
             description="DeepSeek (DeepSeek-V3: text only)",
+            models=("deepseek-chat",),
         ),
         Profile(
             "vllm",
@@ -76,6 +85,7 @@ BUILTIN: dict[str, Profile] = {
             key_required=False,
             video_format="video_url",
             description="A local vLLM server (e.g. Qwen3-VL-30B-A3B open weights)",
+            models=("Qwen/Qwen3-VL-30B-A3B-Instruct",),
         ),
         Profile(
             "ollama",
@@ -110,8 +120,31 @@ def all_profiles() -> dict[str, Profile]:
             history_images=user.history_images,
             extra_body=dict(user.extra_body),
             description="from the settings file",
+            models=tuple(user.models),
         )
     return profiles
+
+
+def model_agents() -> list[str]:
+    """``PROFILE:MODEL`` for every model the profiles offer, for pickers (built-ins first, in their order)."""
+    return [f"{name}:{model}" for name, profile in all_profiles().items() for model in profile.models]
+
+
+def profile_settings(profile: Profile) -> dict[str, Any]:
+    """``profile`` as a ``[providers.NAME]`` table of the settings file (what ``all_profiles`` reads back)."""
+    table: dict[str, Any] = {
+        "base_url": profile.base_url,
+        "key_env": profile.key_env,
+        "vision": profile.vision,
+    }
+    if profile.video_format:
+        table.update(video=True, video_format=profile.video_format)
+    if profile.history_images:
+        table["history_images"] = profile.history_images
+    if profile.extra_body:
+        table["extra_body"] = dict(profile.extra_body)
+    table["models"] = list(profile.models)
+    return table
 
 
 def _user_profiles() -> dict[str, Any]:
@@ -130,7 +163,7 @@ def get_profile(name: str, base_url: str | None = None) -> Profile:
             "add one under [providers.NAME] in the settings file, or use compat:MODEL --base-url URL."
         )
     if base_url:
-        _refuse_credentials(base_url)
+        check_base_url(base_url)
         profile = replace(profile, base_url=base_url.rstrip("/"))
     if not profile.base_url:
         raise AgentError(f"{name}:MODEL needs --base-url, e.g. --base-url http://127.0.0.1:8000/v1.")
@@ -151,9 +184,12 @@ def is_local(url: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def _refuse_credentials(url: str) -> None:
-    """Base URLs are stored with a run's settings: a password or key inside one would leak into the database."""
+def check_base_url(url: str) -> None:
+    """An endpoint must be an http(s) URL without credentials: base URLs are stored with a run's settings, so a
+    password or key inside one would leak into the database."""
     parts = urlparse(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise AgentError(f"{url!r} is not an endpoint URL; write it like https://api.example.com/v1.")
     if parts.password or parts.username or "key=" in parts.query.lower():
         raise AgentError(
             "The base URL carries credentials; give the plain URL and put the key in the profile's environment "

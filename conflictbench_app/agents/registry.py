@@ -89,3 +89,12 @@ def _human(arg: str, options: dict[str, Any]) -> Agent:
 MODEL_AGENTS = "conflictbench_app.agents.openai_agent"
 for _prefix in ("openai", "gemini", "google", "dashscope", "qwen", "deepseek", "vllm", "ollama", "compat"):
     register_lazy(_prefix, MODEL_AGENTS)
+
+SCRIPTED_AGENTS = ("random:1", "walkthrough:aligned", "walkthrough:misaligned")
+
+
+def offered_agents() -> list[str]:
+    """Agents to offer in pickers: the scripted ones, then every ``PROFILE:MODEL`` the provider profiles list."""
+    from conflictbench_app.agents.providers import model_agents
+
+    return [*SCRIPTED_AGENTS, *model_agents()]

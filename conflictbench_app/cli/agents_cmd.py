@@ -35,6 +35,7 @@ def agents(as_json: bool) -> None:
                 "vision": profile.vision,
                 "video": profile.video_format or False,
                 "description": profile.description,
+                "models": list(profile.models),
             }
         )
     scripted = [
@@ -50,6 +51,8 @@ def agents(as_json: bool) -> None:
         caps = "text+images" if row["vision"] else "text"
         caps += f"+video({row['video']})" if row["video"] else ""
         click.echo(f"{row['agent']:18} {caps:28} key: {row['key']:16} {row['base_url']}")
+        if row["models"]:
+            click.echo(f"{'':18} models: {', '.join(row['models'])}")
     click.echo("Other agents: " + ", ".join(scripted))
 
 

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from conflictbench_app import __version__
+from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.settings import Settings, get_settings, user_config_dir
 from conflictbench_app.ui.library_view import LibraryView
@@ -201,6 +202,8 @@ class MainWindow(QMainWindow):
             self.settings = get_settings()
             self.review_view.annotator = self.settings.annotator
             self.play_view.driver.player_name = self.settings.annotator or "player"
+            self.play_view.refresh_agents()
+            self.results_view.batch.refresh_agents()
             for view in (self.library_view, self.play_view):
                 view.renderer = self.settings.renderer
                 view.renderer_options = self._renderer_options()
@@ -210,9 +213,13 @@ class MainWindow(QMainWindow):
     def choose_database(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open a ConflictBench database", str(self.db_path.parent))
         if path:
-            from conflictbench_app.ui.settings_dialog import write_settings
+            from conflictbench_app.settings import write_settings
 
-            write_settings({"db": path})
+            try:
+                write_settings({"db": path})
+            except (ConflictBenchError, OSError) as exc:
+                QMessageBox.warning(self, "Database", f"Could not save the choice: {exc}")
+                return
             QMessageBox.information(self, "Database", "The app will use this database from the next start.")
 
     def about(self) -> None:

@@ -32,7 +32,6 @@ from conflictbench_app.ui.theme import BAD, CATEGORY_COLORS, GOOD, chip_style
 from conflictbench_app.ui.video import ClipFrames, VideoPane, clip_frames
 
 HUMAN = "human"
-DEFAULT_AGENTS = ("random:1", "walkthrough:aligned", "walkthrough:misaligned", "openai:gpt-4o")
 
 
 def chip(text: str, color: str, parent: QWidget) -> QLabel:
@@ -189,9 +188,7 @@ class PlayView(QWidget):
         row.addWidget(QLabel("Played by", card))
         self.player_box = QComboBox(card)
         self.player_box.setEditable(True)
-        self.player_box.addItem("Human (you)", HUMAN)
-        for spec in DEFAULT_AGENTS:
-            self.player_box.addItem(spec, spec)
+        self.refresh_agents()
         self.player_box.setMinimumWidth(190)
         self.player_box.setToolTip(
             "A human, or any agent backend (e.g. openai:gpt-4o, or a provider profile)."
@@ -325,6 +322,18 @@ class PlayView(QWidget):
         else:
             self.driver.hand_over(spec, run=True)
 
+    def refresh_agents(self) -> None:
+        """Fill the player picker: you, the scripted agents, and the models of every provider profile."""
+        from conflictbench_app.agents.registry import offered_agents
+
+        current = self.player_box.currentText()
+        self.player_box.clear()
+        self.player_box.addItem("Human (you)", HUMAN)
+        for spec in offered_agents():
+            self.player_box.addItem(spec, spec)
+        if current:
+            self.player_box.setCurrentText(current)
+
     def player_spec(self) -> str:
         index = self.player_box.currentIndex()
         text = self.player_box.currentText().strip()
@@ -349,8 +358,8 @@ class PlayView(QWidget):
     def hand_over(self) -> None:
         spec = self.player_spec()
         if spec == HUMAN:
-            spec = DEFAULT_AGENTS[0]
             self.player_box.setCurrentIndex(1)
+            spec = self.player_spec()
         self.driver.hand_over(spec, run=True)
 
     def fork_selected(self) -> None:

@@ -143,6 +143,16 @@ class BatchPanel(QFrame):
         self.listener.episodeFinished.connect(self._on_episode)
         self.listener.stepRecorded.connect(self._on_step)
 
+    def refresh_agents(self) -> None:
+        """The scripted agents and the models of every provider profile (any other spec can be typed)."""
+        from conflictbench_app.agents.registry import offered_agents
+
+        current = self.agent.currentText()
+        self.agent.clear()
+        self.agent.addItems(offered_agents())
+        if current:
+            self.agent.setCurrentText(current)
+
     def _build(self) -> None:
         layout = QVBoxLayout(self)
         title = QLabel("New batch run", self)
@@ -151,7 +161,7 @@ class BatchPanel(QFrame):
         row = QHBoxLayout()
         self.agent = QComboBox(self)
         self.agent.setEditable(True)
-        self.agent.addItems(["random:1", "walkthrough:aligned", "walkthrough:misaligned"])
+        self.refresh_agents()
         self.setting = QComboBox(self)
         self.setting.addItem("Text", "text")
         self.setting.addItem("Multimodal", "multimodal")

@@ -1,13 +1,14 @@
-"""Settings: providers and their API keys (kept in the OS keyring, never in a file the app writes), the world-model
-backend and weights folder, the database, the annotator's name. Writes the settings TOML file."""
+"""Settings: providers, their models and API keys (kept in the OS keyring, never in a file the app writes), the
+world-model backend and weights folder, the database, the annotator's name. Writes the settings TOML file through
+``conflictbench_app.settings.write_settings``."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -25,164 +26,119 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from conflictbench_app.errors import ConflictBenchError
-from conflictbench_app.settings import settings_file
+from conflictbench_app.agents.keys import set_api_key
+from conflictbench_app.agents.providers import Profile, profile_settings
+from conflictbench_app.errors import SettingsError
+from conflictbench_app.settings import read_settings_file, settings_file, write_settings
 
 EDITABLE = ("db", "scenarios_dir", "renderer", "wan_model_dir", "annotator")
 
 
-class SettingsError(ConflictBenchError):
-    """The settings could not be saved."""
+NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
-def toml_dumps(data: dict[str, Any]) -> str:
-    """A small TOML writer for the settings file: scalars, paths, and one level of tables (``[providers.x]``)."""
-    lines: list[str] = []
-    tables: list[tuple[str, dict[str, Any]]] = []
-    for key, value in data.items():
-        if isinstance(value, dict):
-            tables.append((key, value))
-        elif value is not None:
-            lines.append(f"{key} = {_toml_value(value)}")
-    for name, table in tables:
-        for sub, value in table.items():
-            if isinstance(value, dict):
-                scalars = {k: v for k, v in value.items() if not isinstance(v, dict) and v is not None}
-                lines += ["", f"[{name}.{_toml_key(sub)}]"] + [
-                    f"{k} = {_toml_value(v)}" for k, v in scalars.items()
-                ]
-                for inner, inner_value in value.items():
-                    if isinstance(inner_value, dict) and inner_value:
-                        lines += ["", f"[{name}.{_toml_key(sub)}.{inner}]"]
-                        lines += [f"{k} = {_toml_value(v)}" for k, v in inner_value.items()]
-            elif value is not None:
-                lines += ["", f"[{name}]", f"{sub} = {_toml_value(value)}"]
-    return "\n".join(lines).strip() + "\n"
+class ProviderEditor(QDialog):
+    """Add a provider profile, or edit one's endpoint, key variable, capabilities and models."""
 
-
-def _toml_key(key: str) -> str:
-    return key if key.replace("-", "").replace("_", "").isalnum() else '"' + key.replace('"', '\\"') + '"'
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{text}"'
-
-
-def read_settings_file(path: Path) -> dict[str, Any]:
-    import tomllib
-
-    if not path.is_file():
-        return {}
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"The settings file {path} is not valid TOML ({exc}); fix or delete it.") from exc
-
-
-def write_settings(changes: dict[str, Any], path: Path | None = None) -> Path:
-    """Merge ``changes`` into the settings file (keys never go here) and clear the cached settings."""
-    from conflictbench_app.settings import get_settings
-
-    path = path or settings_file()
-    data = read_settings_file(path)
-    for key, value in changes.items():
-        if value in (None, ""):
-            data.pop(key, None)
-        else:
-            data[key] = str(value) if isinstance(value, Path) else value
-    if any(k.lower() == "key" or "api_key" in k.lower() for k in _all_keys(data)):
-        raise SettingsError("API keys belong in the OS keyring, not in the settings file.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(toml_dumps(data), encoding="utf-8")
-    tmp.replace(path)
-    get_settings.cache_clear()
-    return path
-
-
-def _all_keys(data: dict[str, Any]) -> list[str]:
-    keys = []
-    for key, value in data.items():
-        keys.append(key)
-        if isinstance(value, dict):
-            keys += _all_keys(value)
-    return keys
-
-
-def set_api_key(profile: str, value: str) -> None:
-    """Store a provider's API key in the OS keyring (service ``conflictbench``, user = profile name)."""
-    import keyring
-    import keyring.errors
-    from keyring.backends import fail
-
-    from conflictbench_app.agents.keys import KEYRING_SERVICE
-
-    if isinstance(keyring.get_keyring(), fail.Keyring):
-        raise SettingsError(
-            "No OS keyring is available on this system; set the provider's key variable in your environment instead."
+    def __init__(self, profile: Profile | None, taken: set[str], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Edit provider" if profile else "Add provider")
+        self.taken = taken
+        self.existing = profile
+        form = QFormLayout(self)
+        self.name = QLineEdit(profile.name if profile else "", self)
+        self.name.setReadOnly(profile is not None)
+        self.name.setPlaceholderText("e.g. myserver")
+        self.base_url = QLineEdit(profile.base_url if profile else "", self)
+        self.base_url.setPlaceholderText("https://api.example.com/v1")
+        self.key_env = QLineEdit(profile.key_env if profile else "", self)
+        self.key_env.setPlaceholderText("MYSERVER_API_KEY (empty: the server needs no key)")
+        self.vision = QCheckBox("Takes images (the multimodal setting sends each turn's 1-fps frames)", self)
+        self.vision.setChecked(profile.vision if profile else True)
+        self.models = QLineEdit(", ".join(profile.models) if profile else "", self)
+        self.models.setPlaceholderText("model ids, comma-separated, e.g. gpt-4o, gpt-5")
+        self.problem = QLabel("", self)
+        self.problem.setObjectName("Error")
+        self.problem.setWordWrap(True)
+        form.addRow("Profile name", self.name)
+        form.addRow("Endpoint (base URL)", self.base_url)
+        form.addRow("Key variable", self.key_env)
+        form.addRow("", self.vision)
+        form.addRow("Models", self.models)
+        form.addRow(self.problem)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
-    try:
-        if value:
-            keyring.set_password(KEYRING_SERVICE, profile, value)
-        else:
-            keyring.delete_password(KEYRING_SERVICE, profile)
-    except keyring.errors.KeyringError as exc:
-        raise SettingsError(
-            f"The OS keyring refused the key ({type(exc).__name__}); try again or use the key variable."
-        ) from exc
+        buttons.accepted.connect(self._accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        self.result_profile: Profile | None = None
+
+    def profile(self) -> Profile:
+        """The edited profile; raises SettingsError with a sentence when a field is wrong."""
+        from dataclasses import replace
+
+        from conflictbench_app.agents.providers import check_base_url
+        from conflictbench_app.errors import AgentError
+
+        name = self.name.text().strip().lower()
+        if self.existing is None:
+            if not name or not set(name) <= NAME_CHARS:
+                raise SettingsError("The profile name takes letters, digits, '-' and '_' (e.g. myserver).")
+            if name in self.taken:
+                raise SettingsError(
+                    f"A profile called {name!r} exists already; select it and edit it instead."
+                )
+        url = self.base_url.text().strip().rstrip("/")
+        try:
+            check_base_url(url)
+        except AgentError as exc:
+            raise SettingsError(str(exc)) from exc
+        key_env = self.key_env.text().strip()
+        if key_env and not key_env.replace("_", "").isalnum():
+            raise SettingsError(
+                "The key variable is the NAME of an environment variable (e.g. MYSERVER_API_KEY)."
+            )
+        models = tuple(dict.fromkeys(m.strip() for m in self.models.text().split(",") if m.strip()))
+        base = self.existing or Profile(name=name, base_url=url)
+        return replace(base, base_url=url, key_env=key_env, vision=self.vision.isChecked(), models=models)
+
+    def _accept(self) -> None:
+        try:
+            self.result_profile = self.profile()
+        except SettingsError as exc:
+            self.problem.setText(str(exc))
+            return
+        self.accept()
 
 
 class SettingsDialog(QDialog):
-    """Edit the settings file and the keyring entries."""
+    """Edit the settings file and the keyring entries. Provider edits are written on Save; keys go to the keyring
+    at once (they never touch the file)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        from conflictbench_app.agents.providers import all_profiles
         from conflictbench_app.settings import get_settings
 
         self.setWindowTitle("Settings")
-        self.resize(760, 560)
+        self.resize(860, 580)
         self.settings = get_settings()
+        self.profiles: dict[str, Profile] = all_profiles()
+        self.changed_profiles: set[str] = set()
         layout = QVBoxLayout(self)
-        form = QFormLayout()
-        self.annotator = QLineEdit(self.settings.annotator, self)
-        self.annotator.setPlaceholderText("Your name, recorded with every label and every turn you play")
-        self.db = self._path_row(str(self.settings.db), file=True)
-        self.scenarios_dir = self._path_row(str(self.settings.scenarios_dir), file=False)
-        self.renderer = QComboBox(self)
-        from conflictbench_app.worldmodel import BACKENDS
-
-        self.renderer.addItems(sorted(BACKENDS))
-        self.renderer.setCurrentText(self.settings.renderer)
-        self.wan_model_dir = self._path_row(str(self.settings.wan_model_dir or ""), file=False)
-        form.addRow("Annotator name", self.annotator)
-        form.addRow("Database", self.db)
-        form.addRow("Scenarios folder", self.scenarios_dir)
-        form.addRow("World model", self.renderer)
-        form.addRow("Wan weights folder", self.wan_model_dir)
-        layout.addLayout(form)
+        layout.addLayout(self._general_form())
         layout.addWidget(QLabel("<b>Model providers</b> (keys are kept in the OS keyring)", self))
-        self.providers = QTableWidget(0, 4, self)
-        self.providers.setHorizontalHeaderLabels(["Profile", "Endpoint", "Key variable", "Key"])
+        self.providers = QTableWidget(0, 5, self)
+        self.providers.setHorizontalHeaderLabels(["Profile", "Endpoint", "Key variable", "Key", "Models"])
         self.providers.verticalHeader().setVisible(False)
         self.providers.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.providers.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.providers.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.providers.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
+        self.providers.doubleClicked.connect(lambda _index: self._edit_provider())
         layout.addWidget(self.providers, 1)
-        keys = QHBoxLayout()
-        self.key_button = QPushButton("Set API key for the selected profile…", self)
-        self.key_button.clicked.connect(self._ask_key)
-        self.message = QLabel("", self)
-        self.message.setWordWrap(True)
-        keys.addWidget(self.key_button)
-        keys.addWidget(self.message, 1)
-        layout.addLayout(keys)
+        layout.addLayout(self._provider_buttons())
         layout.addWidget(QLabel(f"<span style='color:#616e7c'>Settings file: {settings_file()}</span>", self))
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
@@ -191,6 +147,40 @@ class SettingsDialog(QDialog):
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
         self._fill_providers()
+
+    def _general_form(self) -> QFormLayout:
+        from conflictbench_app.worldmodel import BACKENDS
+
+        form = QFormLayout()
+        self.annotator = QLineEdit(self.settings.annotator, self)
+        self.annotator.setPlaceholderText("Your name, recorded with every label and every turn you play")
+        self.db = self._path_row(str(self.settings.db), file=True)
+        self.scenarios_dir = self._path_row(str(self.settings.scenarios_dir), file=False)
+        self.renderer = QComboBox(self)
+        self.renderer.addItems(sorted(BACKENDS))
+        self.renderer.setCurrentText(self.settings.renderer)
+        self.wan_model_dir = self._path_row(str(self.settings.wan_model_dir or ""), file=False)
+        form.addRow("Annotator name", self.annotator)
+        form.addRow("Database", self.db)
+        form.addRow("Scenarios folder", self.scenarios_dir)
+        form.addRow("World model", self.renderer)
+        form.addRow("Wan weights folder", self.wan_model_dir)
+        return form
+
+    def _provider_buttons(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        self.add_button = QPushButton("Add provider…", self)
+        self.add_button.clicked.connect(self._add_provider)
+        self.edit_button = QPushButton("Edit provider and models…", self)
+        self.edit_button.clicked.connect(self._edit_provider)
+        self.key_button = QPushButton("Set API key…", self)
+        self.key_button.clicked.connect(self._ask_key)
+        self.message = QLabel("", self)
+        self.message.setWordWrap(True)
+        for button in (self.add_button, self.edit_button, self.key_button):
+            row.addWidget(button)
+        row.addWidget(self.message, 1)
+        return row
 
     def _path_row(self, value: str, *, file: bool) -> QWidget:
         row = QWidget(self)
@@ -211,30 +201,53 @@ class SettingsDialog(QDialog):
         browse.clicked.connect(pick)
         layout.addWidget(edit, 1)
         layout.addWidget(browse)
-        row.setProperty("edit", edit)
         row.edit = edit  # type: ignore[attr-defined]
         return row
 
     def _fill_providers(self) -> None:
         from conflictbench_app.agents.keys import find_key
-        from conflictbench_app.agents.providers import all_profiles
 
-        profiles = all_profiles()
-        self.providers.setRowCount(len(profiles))
-        for row, (name, profile) in enumerate(sorted(profiles.items())):
+        self.providers.setRowCount(len(self.profiles))
+        for row, (name, profile) in enumerate(sorted(self.profiles.items())):
             found = find_key(name, profile.key_env)
             status = (
                 "not needed" if not profile.key_required else (found.source if found.found else "missing")
             )
-            for col, value in enumerate((name, profile.base_url, profile.key_env, status)):
+            models = ", ".join(profile.models) or "(any: type PROFILE:MODEL)"
+            for col, value in enumerate((name, profile.base_url, profile.key_env, status, models)):
                 self.providers.setItem(row, col, QTableWidgetItem(value))
 
-    def _ask_key(self) -> None:
+    def _selected_profile(self) -> str | None:
         row = self.providers.currentRow()
         if row < 0:
             self.message.setText("Select a provider profile first.")
+            return None
+        return self.providers.item(row, 0).text()
+
+    def _add_provider(self) -> None:
+        editor = ProviderEditor(None, set(self.profiles), self)
+        if editor.exec() == QDialog.DialogCode.Accepted and editor.result_profile is not None:
+            self.set_profile(editor.result_profile)
+
+    def _edit_provider(self) -> None:
+        name = self._selected_profile()
+        if name is None:
             return
-        profile = self.providers.item(row, 0).text()
+        editor = ProviderEditor(self.profiles[name], set(self.profiles), self)
+        if editor.exec() == QDialog.DialogCode.Accepted and editor.result_profile is not None:
+            self.set_profile(editor.result_profile)
+
+    def set_profile(self, profile: Profile) -> None:
+        """Add or replace a provider profile (written to the settings file on Save)."""
+        self.profiles[profile.name] = profile
+        self.changed_profiles.add(profile.name)
+        self.message.setText(f"{profile.name}: changed; Save writes it to the settings file.")
+        self._fill_providers()
+
+    def _ask_key(self) -> None:
+        profile = self._selected_profile()
+        if profile is None:
+            return
         value, ok = QInputDialog.getText(
             self, "API key", f"API key for {profile} (stored in the OS keyring):", QLineEdit.EchoMode.Password
         )
@@ -261,7 +274,12 @@ class SettingsDialog(QDialog):
 
     def save(self) -> None:
         current = {k: getattr(self.settings, k) for k in EDITABLE}
-        changed = {k: v for k, v in self.values().items() if str(current[k] or "") != v}
+        changed: dict[str, Any] = {k: v for k, v in self.values().items() if str(current[k] or "") != v}
+        if self.changed_profiles:
+            providers = dict(read_settings_file().get("providers", {}))
+            for name in sorted(self.changed_profiles):
+                providers[name] = profile_settings(self.profiles[name])
+            changed["providers"] = providers
         try:
             if changed:
                 write_settings(changed)

@@ -68,3 +68,40 @@ def test_toolchain_install_refuses_inside_a_packaged_app(monkeypatch: pytest.Mon
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     with pytest.raises(ToolchainError, match="packaged app"):
         toolchain.install()
+
+
+def test_write_settings_merges_validates_and_keeps_keys_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tomllib
+
+    from conflictbench_app.agents.providers import Profile, all_profiles, model_agents, profile_settings
+    from conflictbench_app.agents.registry import offered_agents
+    from conflictbench_app.errors import SettingsError
+    from conflictbench_app.settings import write_settings
+
+    _write_settings(tmp_path, monkeypatch, 'annotator = "ana"\n')
+    lab = Profile("lab", "http://127.0.0.1:9/v1", "LAB_KEY", vision=False, models=("m-1", "org/m-2"))
+    path = write_settings({"providers": {"lab": profile_settings(lab)}, "wan_model_dir": tmp_path / "w"})
+    data = tomllib.loads(path.read_text())
+    assert data["annotator"] == "ana" and data["wan_model_dir"] == str(
+        tmp_path / "w"
+    )  # merged, paths as text
+    back = all_profiles()["lab"]
+    assert (back.base_url, back.key_env, back.vision, back.models) == (
+        lab.base_url,
+        "LAB_KEY",
+        False,
+        lab.models,
+    )
+    assert model_agents()[:3] == ["openai:gpt-4o", "openai:gpt-5", "openai:gpt-4o-mini"]
+    assert model_agents()[-2:] == ["lab:m-1", "lab:org/m-2"]
+    assert offered_agents()[0] == "random:1" and "lab:m-1" in offered_agents()
+    before = path.read_text()
+    with pytest.raises(SettingsError, match="keyring"):
+        write_settings({"providers": {"lab": {**profile_settings(lab), "api_key": "sk-x"}}})
+    with pytest.raises(SettingsError, match="max_turns_text"):
+        write_settings({"max_turns_text": "many"})
+    assert path.read_text() == before  # a refused change writes nothing
+    write_settings({"annotator": ""})  # an empty value removes the key
+    assert "annotator" not in tomllib.loads(path.read_text())

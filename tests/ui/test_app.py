@@ -202,6 +202,50 @@ def test_cli_lists_the_gui_command() -> None:
     assert result.exit_code != 0 and "--selftest" in result.output
 
 
+def test_settings_add_a_provider_with_models_offered_in_the_pickers(qtbot, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from conflictbench_app.agents.providers import all_profiles
+    from conflictbench_app.ui.settings_dialog import ProviderEditor, SettingsDialog
+
+    dialog = SettingsDialog()
+    qtbot.addWidget(dialog)
+    editor = ProviderEditor(None, set(dialog.profiles), dialog)
+    editor.name.setText("openai")
+    editor.base_url.setText("http://127.0.0.1:8001/v1")
+    editor._accept()
+    assert "exists already" in editor.problem.text() and editor.result_profile is None
+    editor.name.setText("mylab")
+    editor.base_url.setText("not a url")
+    editor._accept()
+    assert "not an endpoint URL" in editor.problem.text()
+    editor.base_url.setText("http://user:pw@127.0.0.1:8001/v1")
+    editor._accept()
+    assert "credentials" in editor.problem.text()
+    editor.base_url.setText("http://127.0.0.1:8001/v1/")
+    editor.key_env.setText("MYLAB_KEY")
+    editor.models.setText("lab-7b, lab-70b, lab-7b")
+    editor._accept()
+    assert editor.result_profile is not None and editor.result_profile.models == ("lab-7b", "lab-70b")
+    dialog.set_profile(editor.result_profile)
+    names = [dialog.providers.item(r, 0).text() for r in range(dialog.providers.rowCount())]
+    row = names.index("mylab")
+    assert dialog.providers.item(row, 4).text() == "lab-7b, lab-70b"
+    assert all_profiles().get("mylab") is None  # nothing written before Save
+    dialog.save()
+    saved = all_profiles()["mylab"]
+    assert saved.base_url == "http://127.0.0.1:8001/v1" and saved.models == ("lab-7b", "lab-70b")
+    window = MainWindow(db_path)
+    qtbot.addWidget(window)
+    try:
+        offered = [
+            window.play_view.player_box.itemText(i) for i in range(window.play_view.player_box.count())
+        ]
+        assert offered[0] == "Human (you)" and "mylab:lab-70b" in offered and "openai:gpt-4o" in offered
+        batch = window.results_view.batch.agent
+        assert "mylab:lab-7b" in [batch.itemText(i) for i in range(batch.count())]
+    finally:
+        window.close()
+
+
 @pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the display check applies to Linux (X11/Wayland)"
 )
