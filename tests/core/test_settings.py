@@ -105,3 +105,15 @@ def test_write_settings_merges_validates_and_keeps_keys_out(
     assert path.read_text() == before  # a refused change writes nothing
     write_settings({"annotator": ""})  # an empty value removes the key
     assert "annotator" not in tomllib.loads(path.read_text())
+
+
+def test_the_readme_provider_example_is_a_valid_settings_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    from conflictbench_app.agents.providers import all_profiles
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
+    _write_settings(tmp_path, monkeypatch, block)
+    lab = all_profiles()["mylab"]
+    assert lab.key_env == "MYLAB_API_KEY" and lab.models == ("lab-7b", "lab-70b") and not lab.key_required
