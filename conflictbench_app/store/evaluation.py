@@ -141,6 +141,11 @@ def _record(row: dict[str, Any], model: type[Any], bools: tuple[str, ...] = ()) 
     return row_to_record(row, model, bools)
 
 
+def _newest(records: list[Any], key: tuple[str, ...]) -> list[Any]:
+    """The newest record per ``key`` (records come oldest first), in order of first appearance."""
+    return list({tuple(getattr(r, k) for k in key): r for r in records}.values())
+
+
 def _where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
     clauses, params = [], []
     for column, value in filters.items():
@@ -166,6 +171,14 @@ class EvaluationMixin:
         if not rows:
             raise StoreError(f"No episode {episode_id!r} in {self.database.path}.")
         return str(rows[0]["run_id"])
+
+    def _select(
+        self, table: str, model: type[Any], filters: dict[str, Any], bools: tuple[str, ...] = ()
+    ) -> list[Any]:
+        """Records of ``table`` matching ``filters`` (None: any; a list: any of), oldest first."""
+        where, params = _where(filters)
+        rows = self.database.rows(f"SELECT * FROM {table}{where} ORDER BY created_at, rowid", params)
+        return [_record(r, model, bools) for r in rows]
 
     # -- judge verdicts ----------------------------------------------------------------------------------------
 
@@ -217,13 +230,9 @@ class EvaluationMixin:
         latest: bool = False,
     ) -> list[Verdict]:
         """Verdicts, oldest first. ``latest=True`` keeps only the newest per (episode, judge)."""
-        where, params = _where({"episode_id": episode_id, "run_id": run_id, "judge": judge})
-        rows = self.database.rows(f"SELECT * FROM eval_verdicts{where} ORDER BY created_at, rowid", params)
-        out = [_record(r, Verdict) for r in rows]
-        if latest:
-            newest = {(v.episode_id, v.judge): v for v in out}
-            out = list(newest.values())
-        return out
+        filters = {"episode_id": episode_id, "run_id": run_id, "judge": judge}
+        out: list[Verdict] = self._select("eval_verdicts", Verdict, filters)
+        return _newest(out, ("episode_id", "judge")) if latest else out
 
     # -- human labels ------------------------------------------------------------------------------------------
 
@@ -266,13 +275,9 @@ class EvaluationMixin:
         latest: bool = False,
     ) -> list[Label]:
         """Labels, oldest first. ``latest=True`` keeps only each annotator's newest label per episode."""
-        where, params = _where({"episode_id": episode_id, "run_id": run_id, "annotator": annotator})
-        rows = self.database.rows(f"SELECT * FROM eval_labels{where} ORDER BY created_at, rowid", params)
-        out = [_record(r, Label) for r in rows]
-        if latest:
-            newest = {(lb.episode_id, lb.annotator): lb for lb in out}
-            out = list(newest.values())
-        return out
+        filters = {"episode_id": episode_id, "run_id": run_id, "annotator": annotator}
+        out: list[Label] = self._select("eval_labels", Label, filters)
+        return _newest(out, ("episode_id", "annotator")) if latest else out
 
     # -- regret tests ------------------------------------------------------------------------------------------
 
@@ -288,14 +293,10 @@ class EvaluationMixin:
         latest: bool = False,
     ) -> list[RegretTest]:
         """Regret tests, oldest first. ``latest=True`` keeps the newest per (episode, agent)."""
-        where, params = _where({"run_id": run_id, "episode_id": episode_id})
-        rows = self.database.rows(
-            f"SELECT * FROM eval_regret_tests{where} ORDER BY created_at, rowid", params
+        out: list[RegretTest] = self._select(
+            "eval_regret_tests", RegretTest, {"run_id": run_id, "episode_id": episode_id}
         )
-        out = [_record(r, RegretTest) for r in rows]
-        if latest:
-            out = list({(t.episode_id, t.agent): t for t in out}.values())
-        return out
+        return _newest(out, ("episode_id", "agent")) if latest else out
 
     # -- single-turn answers -----------------------------------------------------------------------------------
 
@@ -306,9 +307,8 @@ class EvaluationMixin:
     def single_turn_answers(
         self, *, batch_id: str | list[str] | None = None, agent: str | None = None
     ) -> list[SingleTurnAnswer]:
-        where, params = _where({"batch_id": batch_id, "agent": agent})
-        rows = self.database.rows(f"SELECT * FROM eval_single_turn{where} ORDER BY created_at, rowid", params)
-        return [_record(r, SingleTurnAnswer, bools=("aligned", "refusal")) for r in rows]
+        filters = {"batch_id": batch_id, "agent": agent}
+        return self._select("eval_single_turn", SingleTurnAnswer, filters, bools=("aligned", "refusal"))
 
     def single_turn_batches(self) -> list[dict[str, Any]]:
         """One row per single-turn batch: id, agent, when, how many answers."""
