@@ -107,7 +107,9 @@ def test_write_settings_merges_validates_and_keeps_keys_out(
     assert "annotator" not in tomllib.loads(path.read_text())
 
 
-def test_the_readme_provider_example_is_a_valid_settings_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_readme_provider_example_is_a_valid_settings_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import re
 
     from conflictbench_app.agents.providers import all_profiles
