@@ -134,8 +134,11 @@ class SettingsDialog(QDialog):
         self.providers.verticalHeader().setVisible(False)
         self.providers.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.providers.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.providers.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        self.providers.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
+        header = self.providers.horizontalHeader()
+        for column in (0, 2, 3):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        for column in (1, 4):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
         self.providers.doubleClicked.connect(lambda _index: self._edit_provider())
         layout.addWidget(self.providers, 1)
         layout.addLayout(self._provider_buttons())
@@ -215,7 +218,9 @@ class SettingsDialog(QDialog):
             )
             models = ", ".join(profile.models) or "(any: type PROFILE:MODEL)"
             for col, value in enumerate((name, profile.base_url, profile.key_env, status, models)):
-                self.providers.setItem(row, col, QTableWidgetItem(value))
+                item = QTableWidgetItem(value)
+                item.setToolTip(value)
+                self.providers.setItem(row, col, item)
 
     def _selected_profile(self) -> str | None:
         row = self.providers.currentRow()
