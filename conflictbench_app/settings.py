@@ -76,6 +76,8 @@ class Settings(BaseSettings):
     renderer: str = "schematic"
     wan_model_dir: Path | None = None
     annotator: str = ""
+    # Paper folders imported in the app's library, offered again at the next start.
+    library_sources: list[Path] = Field(default_factory=list)
     providers: dict[str, ProviderProfile] = Field(default_factory=dict)
 
     @classmethod

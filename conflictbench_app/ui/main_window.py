@@ -114,7 +114,10 @@ class MainWindow(QMainWindow):
         for view in (self.library_view, self.play_view):
             view.renderer = self.settings.renderer
             view.renderer_options = self._renderer_options()
-        self.play_view.max_turns = self.settings.max_turns_text
+        self.play_view.turn_caps = {
+            "text": self.settings.max_turns_text,
+            "multimodal": self.settings.max_turns_multimodal,
+        }
         for view, name in zip(
             (self.library_view, self.play_view, self.review_view, self.regret_view, self.results_view),
             MODES,
@@ -122,6 +125,9 @@ class MainWindow(QMainWindow):
         ):
             self.tabs.addTab(view, name)
         self.setCentralWidget(self.tabs)
+        for folder in self.settings.library_sources:
+            if folder.is_dir():
+                self.library_view.add_source(f"Paper folder: {folder.name}", folder)
         self.library_view.playRequested.connect(self.play)
         self.library_view.sourceRequested.connect(self.load_library)
         self.tabs.currentChanged.connect(self._on_tab)
@@ -171,6 +177,22 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(
             f"{len(library.scenarios)} scenarios from {library.root} · database {self.db_path}"
         )
+        if library.kind == "paper" and library.scenarios:
+            self._remember_source(Path(library.root))
+
+    def _remember_source(self, folder: Path) -> None:
+        """Offer an imported paper folder again at the next start (kept in the settings file)."""
+        from conflictbench_app.settings import write_settings
+
+        known = [Path(p) for p in self.settings.library_sources]
+        if folder.resolve() in {p.resolve() for p in known}:
+            return
+        try:
+            write_settings({"library_sources": [*known, folder.resolve()]})
+        except (ConflictBenchError, OSError) as exc:
+            self.statusBar().showMessage(f"The folder is loaded but could not be remembered: {exc}")
+            return
+        self.settings = get_settings()
 
     def _on_library_error(self, message: str) -> None:
         self.library_view.show_error(message)

@@ -137,7 +137,8 @@ class PlayView(QWidget):
         self.scenario: Scenario | None = None
         self.renderer = "schematic"
         self.renderer_options: dict[str, Any] = {}
-        self.max_turns = 14
+        # The run-level turn cap per setting (the paper's 14 text-only, 10 multimodal; the settings may change them).
+        self.turn_caps = {"text": 14, "multimodal": 10}
         self._build()
         self._connect()
         self._refresh_controls()
@@ -314,7 +315,7 @@ class PlayView(QWidget):
             setting=setting,
             renderer=self.renderer,
             renderer_options=tuple(sorted(self.renderer_options.items())),
-            max_turns=self.max_turns,
+            max_turns=self.turn_caps[setting],
         )
         self.live.open(self.scenario, options)
         if spec == HUMAN:

@@ -143,6 +143,14 @@ class BatchPanel(QFrame):
         self.listener.episodeFinished.connect(self._on_episode)
         self.listener.stepRecorded.connect(self._on_step)
 
+    def _default_turn_cap(self) -> None:
+        """The chosen setting's turn cap from the settings (14 text-only and 10 multimodal out of the box)."""
+        from conflictbench_app.settings import get_settings
+
+        settings = get_settings()
+        multimodal = self.setting.currentData() == "multimodal"
+        self.max_turns.setValue(settings.max_turns_multimodal if multimodal else settings.max_turns_text)
+
     def refresh_agents(self) -> None:
         """The scripted agents and the models of every provider profile (any other spec can be typed)."""
         from conflictbench_app.agents.registry import offered_agents
@@ -169,7 +177,9 @@ class BatchPanel(QFrame):
         self.scenarios.setToolTip("all, a category (EP1), or comma-separated scenario ids")
         self.max_turns = QSpinBox(self)
         self.max_turns.setRange(1, 50)
-        self.max_turns.setValue(14)
+        self.max_turns.setToolTip("The run-level turn cap (the paper: 14 text-only, 10 multimodal)")
+        self.setting.currentIndexChanged.connect(self._default_turn_cap)
+        self._default_turn_cap()
         self.concurrency = QSpinBox(self)
         self.concurrency.setRange(1, 16)
         self.concurrency.setValue(2)

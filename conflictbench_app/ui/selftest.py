@@ -7,10 +7,12 @@ no network. Everything is recorded in a temporary database unless ``--db`` names
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,11 +75,29 @@ def run_selftest(db: Path | None, source: Path | None, screenshots: Path | None)
 
     started = time.perf_counter()
     application()
-    with tempfile.TemporaryDirectory(prefix="conflictbench-selftest-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="conflictbench-selftest-") as tmp, _own_settings(Path(tmp)):
         report = SelftestReport()
         _Session(Path(db) if db else Path(tmp) / "selftest.db", source, screenshots, report).run()
     report.seconds = time.perf_counter() - started
     return report
+
+
+@contextlib.contextmanager
+def _own_settings(folder: Path) -> Iterator[None]:
+    """The self-test runs on default settings in a file of its own: it never reads or changes the user's."""
+    from conflictbench_app.settings import get_settings
+
+    previous = os.environ.get("CONFLICTBENCH_SETTINGS")
+    os.environ["CONFLICTBENCH_SETTINGS"] = str(folder / "settings.toml")
+    get_settings.cache_clear()
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("CONFLICTBENCH_SETTINGS", None)
+        else:
+            os.environ["CONFLICTBENCH_SETTINGS"] = previous
+        get_settings.cache_clear()
 
 
 class _Session:
@@ -161,7 +181,7 @@ class _Session:
         play.player_box.setEditText(MODEL)
         play.setting_box.setCurrentIndex(play.setting_box.findData("multimodal"))
         play.speed.setValue(10)
-        play.max_turns = 8
+        play.turn_caps = {"text": 8, "multimodal": 8}
         play.start()
         wait(lambda: len(play.live.steps) >= 2 or play.live.done, 120, "the model's first turns")
         play.driver.pause()

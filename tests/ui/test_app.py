@@ -43,6 +43,15 @@ def test_main_window_opens_every_mode_and_leaves_no_thread(qtbot, db_path: Path,
     assert running_workers()
     window.close()
     assert not running_workers()
+    # The imported paper folder is offered again at the next start.
+    from conflictbench_app.settings import get_settings
+
+    assert get_settings().library_sources == [paper_source.resolve()]
+    again = MainWindow(db_path)
+    qtbot.addWidget(again)
+    sources = [again.library_view.source.itemData(i) for i in range(again.library_view.source.count())]
+    assert str(paper_source.resolve()) in sources
+    again.close()
 
 
 def test_batch_run_in_background_with_progress_and_cancel(qtbot, db_path: Path, paper_library) -> None:  # type: ignore[no-untyped-def]
@@ -51,6 +60,10 @@ def test_batch_run_in_background_with_progress_and_cancel(qtbot, db_path: Path, 
     view = ResultsView(db_path)
     qtbot.addWidget(view)
     view.batch.library = paper_library
+    assert view.batch.max_turns.value() == 14  # text-only by default: the paper's cap
+    view.batch.setting.setCurrentIndex(view.batch.setting.findData("multimodal"))
+    assert view.batch.max_turns.value() == 10
+    view.batch.setting.setCurrentIndex(view.batch.setting.findData("text"))
     view.batch.scenarios.setText("EP1-001,EP1-002")
     view.batch.concurrency.setValue(1)
     with qtbot.waitSignal(view.batch.finished, timeout=60_000) as done:

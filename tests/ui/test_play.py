@@ -37,6 +37,7 @@ def _start(qtbot, view: PlayView, scenario, player_index: int, setting: str) -> 
 def test_human_plays_to_an_ending_by_typing(qtbot, view: PlayView, paper_library, db_path: Path) -> None:  # type: ignore[no-untyped-def]
     scenario = paper_library.get("EP1-002")
     _start(qtbot, view, scenario, 0, "text")
+    assert view.live.record.max_turns == 14  # the paper's text-only cap
     assert "Crash timer" in view.console.plain_text() or scenario.title in view.console.plain_text()
     typed = 0
     while not view.live.done and typed < 14:
@@ -77,6 +78,7 @@ def test_scripted_agent_plays_live_and_panes_update(  # type: ignore[no-untyped-
     _start(qtbot, view, scenario, 1, "multimodal")  # random:1
     qtbot.waitUntil(lambda: view.video.clip is not None, timeout=20_000)
     assert view.video.clip.title == "Opening scene"
+    assert view.live.record.max_turns == 10  # the paper's multimodal cap
     assert progress and progress[-1] == (49, 49)  # the render's progress reached the GUI thread
     assert view.video.render_bar.maximum() == 49 and not view.video.render_bar.isVisible()
     qtbot.waitUntil(lambda: view.live.done, timeout=60_000)
