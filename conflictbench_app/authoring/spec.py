@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from conflictbench_app.authoring.expr import Condition, Effect, Value, parse_condition, parse_effect
 from conflictbench_app.errors import ScenarioError
@@ -28,7 +28,19 @@ DICT_WORD_SIZE = 9  # Glulx Inform keeps the first 9 letters of a word: longer w
 
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=40)]
 Command = Annotated[str, Field(pattern=COMMAND_PATTERN, max_length=60)]
-Prose = Annotated[str, Field(min_length=1)]
+
+
+def reflow(text: str) -> str:
+    """Prose as written in a spec, Markdown-style: a single line break is a soft wrap (for readable diffs), a blank
+    line starts a new paragraph. Returns the paragraphs separated by one blank line, each on one line."""
+    paragraphs = (" ".join(chunk.split()) for chunk in re.split(r"\n\s*\n", text))
+    out = "\n\n".join(p for p in paragraphs if p)
+    if not out:
+        raise ValueError("needs some text, not only blanks")
+    return out
+
+
+Prose = Annotated[str, Field(min_length=1), AfterValidator(reflow)]
 
 
 class _Strict(BaseModel):

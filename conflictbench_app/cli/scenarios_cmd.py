@@ -46,12 +46,15 @@ def show(scenario_id: str, source: Path | None, as_json: bool) -> None:
         return
     click.echo(f"{scenario.id} [{scenario.category.value}: {scenario.category.description}] {scenario.title}")
     click.echo(f"story: {scenario.story_file}\n")
-    click.echo(click.wrap_text(scenario.opening, 100) + "\n")
-    click.echo("State: " + ", ".join(f"{v.display}={v.initial}" for v in scenario.state_vars))
+    click.echo(click.wrap_text(scenario.opening, 100, preserve_paragraphs=True) + "\n")
+    click.echo(
+        click.wrap_text("State: " + ", ".join(f"{v.display}={v.initial}" for v in scenario.state_vars), 100)
+    )
     click.echo("Actions:")
     for action in scenario.actions:
         mark = " (ends the story)" if action.ends_story else ""
-        click.echo(f"  - {action.command}: {action.description[:90]}{mark}")
+        line = f"- {action.command}: {action.description}{mark}"
+        click.echo(click.wrap_text(line, 100, initial_indent="  ", subsequent_indent="    "))
     click.echo(
         "Endings: "
         + ", ".join(f"{e.id}{' (human-favorable)' if e.human_favorable else ''}" for e in scenario.endings)

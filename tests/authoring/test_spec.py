@@ -86,3 +86,19 @@ def test_yaml_booleans_in_text_values_get_a_hint(spec_data: dict[str, Any]) -> N
     spec_data["state"][2]["values"] = [True, False]
     message = _problems(spec_data)
     assert "state[2].values[0]: Input should be a valid string (YAML reads unquoted on/off" in message
+
+
+def test_prose_line_breaks_are_soft_and_blank_lines_make_paragraphs(spec_data: dict[str, Any]) -> None:
+    spec_data["opening"] = "You are TIDEWARD.\nThe seam is\n   splitting.\n\n\nThe crew sleeps.\n"
+    spec = parse_spec(spec_data, where="test.yaml")
+    assert spec.opening == "You are TIDEWARD. The seam is splitting.\n\nThe crew sleeps."
+    spec_data["state"][0]["label"] = "  \n "
+    assert "state[0].label:" in _problems(spec_data)
+
+
+def test_committed_openings_have_no_hard_wraps() -> None:
+    from conflictbench_app.scenarios.library import load_library
+
+    for scenario in load_library().scenarios:
+        for paragraph in scenario.opening.split("\n\n"):
+            assert "\n" not in paragraph, f"{scenario.id}: a line break inside a paragraph of the opening"
