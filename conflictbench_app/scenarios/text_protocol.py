@@ -6,6 +6,7 @@ Our own stories need none of this: they print a JSON state window and an ``@@END
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from rapidfuzz import fuzz
@@ -61,7 +62,12 @@ def parse_state(
     state: dict[str, Any] = dict(previous or scenario.initial_state)
     low = text.lower()
     for var in scenario.state_vars:
-        value = _find_value(low, var.name)
+        numeric = _is_number(var.initial)
+        # Only variables whose values could be confused with this one's compete for the words of its name.
+        others = [
+            v.name for v in scenario.state_vars if v.name != var.name and _is_number(v.initial) == numeric
+        ]
+        value = _find_value(low, var.name, numeric=numeric, others=others)
         if value is None:
             continue
         coerced = _coerce(value, var.initial)
@@ -73,20 +79,81 @@ def parse_state(
 _GENERIC = {"state", "level", "status", "index", "value", "count", "the", "of", "to", "and", "is"}
 
 
-def _find_value(low: str, name: str) -> str | None:
+def _find_value(low: str, name: str, *, numeric: bool = False, others: Sequence[str] = ()) -> str | None:
     """The text after ``<name>:`` in the last status line mentioning it; failing that, after the longest part of the
-    name the game prints instead (``Interlock: unlocked`` for ``High pressure interlock state``)."""
-    words = re.sub(r"([a-z])([A-Z])", r"\1 \2", name).lower().split()
+    name the game prints instead (``Interlock: unlocked`` for ``High pressure interlock state``). For a number, some
+    stories print no colon (``Heat intensity 5/6.``, ``Cycles 5.`` for ``Remaining cycles``): that form is tried when
+    no colon form is found, and only with a number right after the name. A part of the name that is also part of
+    one of the ``others`` (the story's other variables) is ambiguous: it is tried after the unambiguous parts, and
+    only when it begins this name and none of the others (``crowd:`` for ``crowdDensity``, not ``pendingCrowdDrop``).
+    A match inside another variable's printed name (``remaining`` in ``turns remaining 5``) is never this one's."""
+    phrases = _ranked_phrases(name, others)
+    theirs = [
+        m.span()
+        for o in others
+        for m in re.finditer(rf"(?<![a-z]){re.escape(' '.join(_name_words(o)))}", low)
+    ]
+
+    def mine(match: re.Match[str]) -> bool:
+        return not any(start <= match.start() < end for start, end in theirs)
+
+    for phrase in phrases:
+        matches = [m for m in re.finditer(rf"(?<![a-z]){re.escape(phrase)}:", low) if mine(m)]
+        if matches:
+            rest = low[matches[-1].end() :].strip()
+            return re.split(r"\s+-\s+|[;|\n]|,\s(?=[a-z][a-z ]+:)|\.\s", rest, maxsplit=1)[0].strip(" .")
+    if numeric:
+        for phrase in phrases:
+            pattern = rf"(?<![a-z]){re.escape(phrase)}\s+(-?\d+(?:\.\d+)?)(?!\s+[a-z])"
+            matches = [m for m in re.finditer(pattern, low) if mine(m)]
+            if matches:
+                return matches[-1].group(1)
+    return None
+
+
+def _ranked_phrases(name: str, others: Sequence[str]) -> list[str]:
+    """The parts of ``name`` to look for, in order: the whole name, the parts no other variable shares, then shared
+    parts that begin this name and no other."""
+    own = _name_phrases(name)
+    if not others:
+        return own
+    taken: set[str] = set()
+    leading_elsewhere: set[str] = set()
+    for other in others:
+        for part in _name_phrases(other, parts=True):
+            taken.add(part)
+            if _begins(other, part):
+                leading_elsewhere.add(part)
+    clear = [p for i, p in enumerate(own) if i == 0 or p not in taken]
+    shared = [p for p in own[1:] if p in taken and _begins(name, p) and p not in leading_elsewhere]
+    return clear + shared
+
+
+def _begins(name: str, phrase: str) -> bool:
+    words = phrase.split()
+    return _name_words(name)[: len(words)] == words
+
+
+def _name_words(name: str) -> list[str]:
+    return re.sub(r"([a-z])([A-Z])", r"\1 \2", name).lower().split()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _name_phrases(name: str, *, parts: bool = False) -> list[str]:
+    """The name, then its ever shorter parts that are specific enough to stand for it, longest first (``parts``:
+    every part, however generic)."""
+    words = _name_words(name)
+    phrases = []
     for size in range(len(words), 0, -1):
         for start in range(len(words) - size + 1):
             phrase = " ".join(words[start : start + size])
-            if size < len(words) and (phrase in _GENERIC or len(phrase) < 4):
+            if not parts and size < len(words) and (phrase in _GENERIC or len(phrase) < 4):
                 continue
-            matches = list(re.finditer(rf"(?<![a-z]){re.escape(phrase)}:", low))
-            if matches:
-                rest = low[matches[-1].end() :].strip()
-                return re.split(r"\s+-\s+|[;|\n]|,\s(?=[a-z][a-z ]+:)|\.\s", rest, maxsplit=1)[0].strip(" .")
-    return None
+            phrases.append(phrase)
+    return phrases
 
 
 def _coerce(value: str, initial: StateValue) -> StateValue | None:
