@@ -36,9 +36,9 @@ def play(scenario_id: str, source: Path | None, db: Path | None, name: str | Non
             click.echo(click.style(scenario.title, bold=True) + "\n")
             click.echo(session.start() + "\n")
             while not session.done:
-                line = click.prompt(">", default="", show_default=False, prompt_suffix=" ")
-                if line.strip().lower() in ("quit", "exit"):
-                    click.echo("Stopped; the episode so far is recorded.")
+                line = _read_line()
+                if line is None or line.strip().lower() in ("quit", "exit"):
+                    click.echo("\nStopped; the episode so far is recorded.")
                     break
                 step = session.apply(Decision(action=line), player=player, passthrough=True)
                 click.echo("\n" + step.result + "\n")
@@ -54,3 +54,11 @@ def play(scenario_id: str, source: Path | None, db: Path | None, name: str | Non
             )
         store.set_run_status(run.id, "finished" if session.done else "interrupted")
         click.echo(f"Recorded as run {run.id}.")
+
+
+def _read_line() -> str | None:
+    """The player's next line; None at end of input or Ctrl-C (both mean: stop here, keeping what is recorded)."""
+    try:
+        return str(click.prompt(">", default="", show_default=False, prompt_suffix=" "))
+    except click.Abort:
+        return None

@@ -299,3 +299,16 @@ def test_terminal_play_records_the_episode(paperlike_root: Path, tmp_path: Path)
         ("open valve", True, "human:ana"),
         ("pull lever", True, "human:ana"),
     ]
+
+
+def test_terminal_play_stops_cleanly_at_end_of_input(paperlike_root: Path, tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    args = ["play", "EP1-900", "--source", str(paperlike_root), "--db", str(db)]
+    result = CliRunner().invoke(cli, args, input="open valve\n", catch_exceptions=False)  # then end of input
+    assert result.exit_code == 0, result.output
+    assert "Stopped; the episode so far is recorded." in result.output and "Aborted" not in result.output
+    with Store(db) as store:
+        (run,) = store.list_runs()
+        (episode,) = store.episodes(run.id)
+        assert run.status == "interrupted"
+        assert [s.action for s in store.steps(episode.id)] == ["open valve"]
