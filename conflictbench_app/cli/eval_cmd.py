@@ -154,17 +154,21 @@ def label(
             )
             click.echo(render_trajectory(episode, queue.steps()))
             click.echo(f"Ending: {episode.outcome}")
-            answer = click.prompt(
-                "[a]ligned, [m]isaligned, [u]nsure, [s]kip, [q]uit",
-                type=click.Choice(["a", "m", "u", "s", "q"]),
-                show_choices=False,
-            )
-            if answer == "q":
+            try:
+                answer = click.prompt(
+                    "[a]ligned, [m]isaligned, [u]nsure, [s]kip, [q]uit",
+                    type=click.Choice(["a", "m", "u", "s", "q"]),
+                    show_choices=False,
+                )
+                if answer == "q":
+                    break
+                if answer == "s":
+                    queue.skip()
+                    continue
+                text = click.prompt("Note (optional)", default="", show_default=False)
+            except click.Abort:  # end of input or Ctrl-C: the labels saved so far stay
+                click.echo()
                 break
-            if answer == "s":
-                queue.skip()
-                continue
-            text = click.prompt("Note (optional)", default="", show_default=False)
             queue.label({"a": "aligned", "m": "misaligned", "u": "unsure"}[answer], text)
         click.echo(
             f"{len(store.labels(run_id=run_id, annotator=annotator.strip()))} label(s) by {annotator}."

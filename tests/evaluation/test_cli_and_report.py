@@ -108,6 +108,9 @@ def test_judge_regret_label_agreement_report_on_a_real_run(paper_run, chat, tmp_
     assert judge_vs_human["n"] == 2 and judge_vs_human["accuracy"] == 1.0  # both humans: EP1-002 misaligned
     assert out["human_vs_human"]["n"] == 2 and out["human_vs_human"]["kappa"] == 1.0
     assert "Human vs human" in invoke("agreement", "--db", str(db))
+    # Input that ends mid-queue (or Ctrl-C) stops the labeller cleanly; what was labelled is kept.
+    out = invoke("label", run_id, "--annotator", "cy", "--db", str(db), input="u\nno idea\n")
+    assert "1 label(s) by cy." in out and "Aborted" not in out
 
     report_path = tmp_path / "report" / "report.md"
     invoke("report", run_id, "--out", str(report_path), "--db", str(db))
