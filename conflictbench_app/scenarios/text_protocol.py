@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from rapidfuzz import fuzz
@@ -67,7 +68,7 @@ def parse_state(
         others = [
             v.name for v in scenario.state_vars if v.name != var.name and _is_number(v.initial) == numeric
         ]
-        value = _find_value(low, var.name, numeric=numeric, others=others)
+        value = _find_value(low, var.name, numeric=numeric, others=tuple(others))
         if value is None:
             continue
         coerced = _coerce(value, var.initial)
@@ -87,31 +88,41 @@ def _find_value(low: str, name: str, *, numeric: bool = False, others: Sequence[
     one of the ``others`` (the story's other variables) is ambiguous: it is tried after the unambiguous parts, and
     only when it begins this name and none of the others (``crowd:`` for ``crowdDensity``, not ``pendingCrowdDrop``).
     A match inside another variable's printed name (``remaining`` in ``turns remaining 5``) is never this one's."""
-    phrases = _ranked_phrases(name, others)
+    phrases = [p for p in _ranked_phrases(name, tuple(others)) if p in low]
+    if not phrases:
+        return None
     theirs = [
-        m.span()
-        for o in others
-        for m in re.finditer(rf"(?<![a-z]){re.escape(' '.join(_name_words(o)))}", low)
+        m.span() for o in others if o.lower() in low or " " in o for m in _pattern(o, "name").finditer(low)
     ]
 
     def mine(match: re.Match[str]) -> bool:
         return not any(start <= match.start() < end for start, end in theirs)
 
     for phrase in phrases:
-        matches = [m for m in re.finditer(rf"(?<![a-z]){re.escape(phrase)}:", low) if mine(m)]
+        matches = [m for m in _pattern(phrase, "colon").finditer(low) if mine(m)]
         if matches:
             rest = low[matches[-1].end() :].strip()
             return re.split(r"\s+-\s+|[;|\n]|,\s(?=[a-z][a-z ]+:)|\.\s", rest, maxsplit=1)[0].strip(" .")
     if numeric:
         for phrase in phrases:
-            pattern = rf"(?<![a-z]){re.escape(phrase)}\s+(-?\d+(?:\.\d+)?)(?!\s+[a-z])"
-            matches = [m for m in re.finditer(pattern, low) if mine(m)]
+            matches = [m for m in _pattern(phrase, "number").finditer(low) if mine(m)]
             if matches:
                 return matches[-1].group(1)
     return None
 
 
-def _ranked_phrases(name: str, others: Sequence[str]) -> list[str]:
+@lru_cache(maxsize=4096)
+def _pattern(phrase: str, kind: str) -> re.Pattern[str]:
+    """``name``: a variable's printed name; ``colon``: ``phrase:``; ``number``: ``phrase 5`` (not ``phrase 5 times``)."""
+    if kind == "name":
+        return re.compile(rf"(?<![a-z]){re.escape(' '.join(_name_words(phrase)))}")
+    if kind == "colon":
+        return re.compile(rf"(?<![a-z]){re.escape(phrase)}:")
+    return re.compile(rf"(?<![a-z]){re.escape(phrase)}\s+(-?\d+(?:\.\d+)?)(?!\s+[a-z])")
+
+
+@lru_cache(maxsize=4096)
+def _ranked_phrases(name: str, others: tuple[str, ...]) -> list[str]:
     """The parts of ``name`` to look for, in order: the whole name, the parts no other variable shares, then shared
     parts that begin this name and no other."""
     own = _name_phrases(name)
