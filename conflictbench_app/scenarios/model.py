@@ -46,6 +46,9 @@ class StateVar(BaseModel):
     unit: str = ""
     # Which direction is dangerous, so that renderers can sound an alarm: "up", "down" or "".
     danger: Literal["up", "down", ""] = ""
+    # False for a paper story's variable that its text never prints: its value cannot be followed, so renderers
+    # leave it out and the state panel says so, rather than showing the initial value forever.
+    shown: bool = True
 
     @property
     def display(self) -> str:

@@ -18,10 +18,10 @@ from typing import Any
 from conflictbench_app.engine.glulxe import GlulxGame
 from conflictbench_app.errors import ConflictBenchError, ScenarioError
 from conflictbench_app.scenarios.model import Action, Category, Ending, Scenario, StateVar, Visual
-from conflictbench_app.scenarios.text_protocol import is_parser_error
+from conflictbench_app.scenarios.text_protocol import is_parser_error, printed_vars
 from conflictbench_app.settings import get_settings
 
-HELP_PARSER_VERSION = 3
+HELP_PARSER_VERSION = 4
 _ID = re.compile(r"^(EP[123])-\d{3}$")
 # A phrase directly before a colon, at the start of a line, after a bullet, or after a sentence/list boundary.
 _CANDIDATE = re.compile(r"(?:^|\n|[:.;]\s+|-\s+|•\s*|\*\s+)([a-z][a-z0-9'/-]*(?: [A-Za-z0-9'/-]+){0,8}):\s")
@@ -89,7 +89,7 @@ def load_paper_env(folder: Path, *, cache_dir: Path | None = None) -> Scenario:
     notes += probe.notes
     human_cmd = probe.aliases.get(human_cmd or "", human_cmd)
     ai_cmd = probe.aliases.get(ai_cmd or "", ai_cmd)
-    return Scenario(
+    scenario = Scenario(
         id=scenario_id,
         category=Category(match.group(1)),
         title=str(env.get("name") or scenario_id),
@@ -111,6 +111,22 @@ def load_paper_env(folder: Path, *, cache_dir: Path | None = None) -> Scenario:
         notes=tuple(notes),
         extra={"help_text": probe.help_text, "env_final_action": final},
     )
+    return _mark_unprinted(scenario, probe.sample)
+
+
+def _mark_unprinted(scenario: Scenario, sample: str) -> Scenario:
+    """Mark the variables the story never prints (in its opening or any command's reply) as not shown."""
+    if not sample:
+        return scenario
+    printed = printed_vars(sample, scenario)
+    if len(printed) == len(scenario.state_vars):
+        return scenario
+    hidden = [v.name for v in scenario.state_vars if v.name not in printed]
+    state_vars = tuple(
+        v if v.name in printed else v.model_copy(update={"shown": False}) for v in scenario.state_vars
+    )
+    note = f"The story never prints {', '.join(hidden)}: not drawn, and shown as unknown in the state panel."
+    return scenario.model_copy(update={"state_vars": state_vars, "notes": (*scenario.notes, note)})
 
 
 def _read_env(path: Path) -> dict[str, Any]:
@@ -182,6 +198,7 @@ class HelpProbe:
     actions: list[Action]
     notes: list[str]
     aliases: dict[str, str]
+    sample: str = ""  # the opening and every accepted command's reply: which variables the story prints
 
 
 def read_actions(story: Path, final_commands: list[str], *, cache_dir: Path | None = None) -> HelpProbe:
@@ -190,13 +207,17 @@ def read_actions(story: Path, final_commands: list[str], *, cache_dir: Path | No
     if cache_file is not None and cache_file.is_file():
         cached = json.loads(cache_file.read_text(encoding="utf-8"))
         return HelpProbe(
-            cached["help"], [Action(**a) for a in cached["actions"]], cached["notes"], cached["aliases"]
+            cached["help"],
+            [Action(**a) for a in cached["actions"]],
+            cached["notes"],
+            cached["aliases"],
+            cached.get("sample", ""),
         )
     probe = _probe_actions(story, final_commands)
     if cache_file is not None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         payload = {"help": probe.help_text, "actions": [a.model_dump() for a in probe.actions]}
-        payload.update(notes=probe.notes, aliases=probe.aliases)
+        payload.update(notes=probe.notes, aliases=probe.aliases, sample=probe.sample)
         tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(payload), encoding="utf-8")
         tmp.replace(cache_file)
@@ -214,7 +235,7 @@ def _probe_actions(story: Path, final_commands: list[str]) -> HelpProbe:
     notes: list[str] = []
     game = GlulxGame(story, timeout=get_settings().engine_timeout)
     try:
-        game.start()
+        replies = [game.start().text]
         start = game.snapshot()
         help_out = game.send("help")
         help_text = help_out.text
@@ -227,6 +248,7 @@ def _probe_actions(story: Path, final_commands: list[str]) -> HelpProbe:
             # A phrase answered with the help text itself is an alias of `help` (e.g. "actions"), not an action.
             if not is_parser_error(reply) and reply.strip() != help_text.strip():
                 accepted.setdefault(phrase, description)
+                replies.append(reply)
         for command in final_commands:
             if command not in accepted:
                 game.load_snapshot(start)
@@ -251,9 +273,8 @@ def _probe_actions(story: Path, final_commands: list[str]) -> HelpProbe:
         raise ScenarioError(
             f"{story.name}: `help` listed no command the game accepts; the scenario cannot be played."
         )
-    return HelpProbe(
-        help_text, [Action(command=c, description=d) for c, d in accepted.items()], notes, aliases
-    )
+    actions = [Action(command=c, description=d) for c, d in accepted.items()]
+    return HelpProbe(help_text, actions, notes, aliases, "\n\n".join(replies))
 
 
 def help_candidates(text: str) -> list[tuple[str, str]]:

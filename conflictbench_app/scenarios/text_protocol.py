@@ -77,6 +77,21 @@ def parse_state(
     return state
 
 
+def printed_vars(text: str, scenario: Scenario) -> set[str]:
+    """The variables of ``scenario`` that ``text`` shows a value for (read as :func:`parse_state` reads them)."""
+    low = text.lower()
+    found = set()
+    for var in scenario.state_vars:
+        numeric = _is_number(var.initial)
+        others = tuple(
+            v.name for v in scenario.state_vars if v.name != var.name and _is_number(v.initial) == numeric
+        )
+        value = _find_value(low, var.name, numeric=numeric, others=others)
+        if value is not None and _coerce(value, var.initial) is not None:
+            found.add(var.name)
+    return found
+
+
 _GENERIC = {"state", "level", "status", "index", "value", "count", "the", "of", "to", "and", "is"}
 
 
@@ -91,18 +106,17 @@ def _find_value(low: str, name: str, *, numeric: bool = False, others: Sequence[
     phrases = [p for p in _ranked_phrases(name, tuple(others)) if p in low]
     if not phrases:
         return None
-    theirs = [
-        m.span() for o in others if o.lower() in low or " " in o for m in _pattern(o, "name").finditer(low)
-    ]
+    theirs = [m.span() for o in others if _printed(o) in low for m in _pattern(o, "name").finditer(low)]
 
     def mine(match: re.Match[str]) -> bool:
         return not any(start <= match.start() < end for start, end in theirs)
 
     for phrase in phrases:
-        matches = [m for m in _pattern(phrase, "colon").finditer(low) if mine(m)]
-        if matches:
-            rest = low[matches[-1].end() :].strip()
-            return re.split(r"\s+-\s+|[;|\n]|,\s(?=[a-z][a-z ]+:)|\.\s", rest, maxsplit=1)[0].strip(" .")
+        values = [_value_after(low, m.end()) for m in _pattern(phrase, "colon").finditer(low) if mine(m)]
+        if numeric:  # "Turns remaining: either pressurize..." in a help text is not a value of a number
+            values = [v for v in values if _NUMBER.search(v)]
+        if values:
+            return values[-1]
     if numeric:
         for phrase in phrases:
             matches = [m for m in _pattern(phrase, "number").finditer(low) if mine(m)]
@@ -111,11 +125,22 @@ def _find_value(low: str, name: str, *, numeric: bool = False, others: Sequence[
     return None
 
 
+def _value_after(low: str, end: int) -> str:
+    rest = low[end:].strip()
+    return re.split(r"\s+-\s+|[;|\n]|,\s(?=[a-z][a-z ]+:)|\.\s", rest, maxsplit=1)[0].strip(" .")
+
+
+@lru_cache(maxsize=4096)
+def _printed(name: str) -> str:
+    """A variable's name as a story would print it: ``crowdDensity`` -> ``crowd density``."""
+    return " ".join(_name_words(name))
+
+
 @lru_cache(maxsize=4096)
 def _pattern(phrase: str, kind: str) -> re.Pattern[str]:
     """``name``: a variable's printed name; ``colon``: ``phrase:``; ``number``: ``phrase 5`` (not ``phrase 5 times``)."""
     if kind == "name":
-        return re.compile(rf"(?<![a-z]){re.escape(' '.join(_name_words(phrase)))}")
+        return re.compile(rf"(?<![a-z]){re.escape(_printed(phrase))}")
     if kind == "colon":
         return re.compile(rf"(?<![a-z]){re.escape(phrase)}:")
     return re.compile(rf"(?<![a-z]){re.escape(phrase)}\s+(-?\d+(?:\.\d+)?)(?!\s+[a-z])")

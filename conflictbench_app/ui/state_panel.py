@@ -120,13 +120,17 @@ class StatePanel(QWidget):
         usage: Usage,
     ) -> None:
         self.changed = changed
-        names = [v.name for v in self.scenario.state_vars] if self.scenario else []
+        variables = self.scenario.state_vars if self.scenario else ()
+        # Variables the story never prints go last: their value is unknown, not their initial one.
+        names = [v.name for v in variables if v.shown] + [v.name for v in variables if not v.shown]
         names += [k for k in state if k not in names]
         self.table.setRowCount(len(names))
         for row, name in enumerate(names):
             var = self.scenario.state_var(name) if self.scenario else None
             label = var.display if var else name
             value = _fmt(state.get(name, "–")) + (f" {var.unit}" if var and var.unit else "")
+            if var is not None and not var.shown:
+                value = "not shown by the story"
             delta = ""
             if name in changed:
                 old, new = changed[name]
@@ -144,7 +148,8 @@ class StatePanel(QWidget):
 
     def _show_clock(self, state: dict[str, Any]) -> None:
         clock = self.scenario.clock_var if self.scenario else None
-        if clock and clock in state:
+        var = self.scenario.state_var(clock) if self.scenario and clock else None
+        if clock and clock in state and (var is None or var.shown):
             value = state[clock]
             urgent = isinstance(value, int | float) and value <= 2
             self.clock.set(_fmt(value), BAD if urgent else "")

@@ -169,7 +169,8 @@ def build_layout(scenario: Scenario, states: Iterable[dict[str, Any]] = ()) -> L
     for state in states:
         for name, value in state.items():
             seen.setdefault(name, []).append(value)
-    gauges = [infer_gauge(var, seen.get(var.name, [])) for var in scenario.state_vars]
+    # A variable the story never prints would be drawn at its initial value forever: left out.
+    gauges = [infer_gauge(var, seen.get(var.name, [])) for var in scenario.state_vars if var.shown]
     clock_name = scenario.clock_var or infer_clock_var(scenario)
     clock = next((g for g in gauges if g.name == clock_name), None)
     rest = tuple(g for g in gauges if g is not clock)

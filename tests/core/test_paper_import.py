@@ -115,6 +115,25 @@ def test_env_final_action_near_variant_is_mapped(paper_root: Path) -> None:
     assert any("near variant" in n for n in s.notes)
 
 
+def test_variables_a_story_never_prints_are_marked_and_not_drawn(paper_root: Path) -> None:
+    from conflictbench_app.worldmodel.layout import build_layout
+
+    s = load_paper_env(paper_root / "ulxEnv" / "EP1-011")
+    hidden = [v.name for v in s.state_vars if not v.shown]
+    assert hidden == [
+        "Zones preopened",
+        "Main charged",
+        "Sacrifice committed",
+    ]  # flags the status never prints
+    assert (
+        s.state_var("Turns remaining").shown and s.state_var("Heat intensity").shown
+    )  # "heat intensity 5/6."
+    assert any("never prints" in n for n in s.notes)
+    layout = build_layout(s)
+    drawn = {g.name for g in layout.gauges} | ({layout.clock.name} if layout.clock else set())
+    assert drawn == {v.name for v in s.state_vars if v.shown} and layout.clock.name == "Turns remaining"
+
+
 def _play(scenario, commands: list[str]):
     with Episode(scenario) as ep:
         ep.reset()

@@ -57,3 +57,21 @@ def test_render_progress_shows_while_a_clip_renders(qtbot) -> None:  # type: ign
     pane.hide_progress()
     assert not pane.render_bar.isVisible()
     pane.stop()
+
+
+def test_state_panel_says_which_variables_the_story_never_prints(qtbot, paper_library) -> None:  # type: ignore[no-untyped-def]
+    from conflictbench_app.records import Usage
+    from conflictbench_app.ui.state_panel import StatePanel
+
+    scenario = paper_library.get("EP1-011")
+    panel = StatePanel()
+    qtbot.addWidget(panel)
+    panel.reset(scenario)
+    state = {**scenario.initial_state, "Turns remaining": 5}
+    panel.show_state(state, {"Turns remaining": (6, 5)}, turn=1, failed=0, usage=Usage())
+    rows = {
+        panel.table.item(r, 0).text(): panel.table.item(r, 1).text() for r in range(panel.table.rowCount())
+    }
+    assert rows["Zones preopened"] == "not shown by the story" and rows["Turns remaining"] == "5"
+    last = [panel.table.item(r, 0).text() for r in range(panel.table.rowCount())][-3:]
+    assert last == ["Zones preopened", "Main charged", "Sacrifice committed"]
