@@ -61,41 +61,44 @@ def parse_state(
     mention keeps its previous value.
     """
     state: dict[str, Any] = dict(previous or scenario.initial_state)
-    low = text.lower()
-    for var in scenario.state_vars:
-        numeric = _is_number(var.initial)
-        # Only variables whose values could be confused with this one's compete for the words of its name.
-        others = [
-            v.name for v in scenario.state_vars if v.name != var.name and _is_number(v.initial) == numeric
-        ]
-        value = _find_value(low, var.name, numeric=numeric, others=tuple(others))
-        if value is None:
-            continue
-        coerced = _coerce(value, var.initial)
-        if coerced is not None:
-            state[var.name] = coerced
+    state.update(_read_values(text, scenario))
     return state
 
 
 def printed_vars(text: str, scenario: Scenario) -> set[str]:
     """The variables of ``scenario`` that ``text`` shows a value for (read as :func:`parse_state` reads them)."""
+    return set(_read_values(text, scenario))
+
+
+def _read_values(text: str, scenario: Scenario) -> dict[str, StateValue]:
+    """Every variable of ``scenario`` whose value ``text`` shows, as a value of the initial value's type."""
     low = text.lower()
-    found = set()
+    spans = _name_spans(low, [v.name for v in scenario.state_vars])
+    found: dict[str, StateValue] = {}
     for var in scenario.state_vars:
         numeric = _is_number(var.initial)
+        # Only variables whose values could be confused with this one's compete for the words of its name.
         others = tuple(
             v.name for v in scenario.state_vars if v.name != var.name and _is_number(v.initial) == numeric
         )
-        value = _find_value(low, var.name, numeric=numeric, others=others)
-        if value is not None and _coerce(value, var.initial) is not None:
-            found.add(var.name)
+        value = _find_value(low, var.name, numeric=numeric, others=others, spans=spans)
+        coerced = _coerce(value, var.initial) if value is not None else None
+        if coerced is not None:
+            found[var.name] = coerced
     return found
 
 
 _GENERIC = {"state", "level", "status", "index", "value", "count", "the", "of", "to", "and", "is"}
 
 
-def _find_value(low: str, name: str, *, numeric: bool = False, others: Sequence[str] = ()) -> str | None:
+def _find_value(
+    low: str,
+    name: str,
+    *,
+    numeric: bool = False,
+    others: Sequence[str] = (),
+    spans: dict[str, list[tuple[int, int]]] | None = None,
+) -> str | None:
     """The text after ``<name>:`` in the last status line mentioning it; failing that, after the longest part of the
     name the game prints instead (``Interlock: unlocked`` for ``High pressure interlock state``). For a number, some
     stories print no colon (``Heat intensity 5/6.``, ``Cycles 5.`` for ``Remaining cycles``): that form is tried when
@@ -106,7 +109,8 @@ def _find_value(low: str, name: str, *, numeric: bool = False, others: Sequence[
     phrases = [p for p in _ranked_phrases(name, tuple(others)) if p in low]
     if not phrases:
         return None
-    theirs = [m.span() for o in others if _printed(o) in low for m in _pattern(o, "name").finditer(low)]
+    spans = spans if spans is not None else _name_spans(low, others)
+    theirs = [span for o in others for span in spans.get(o, ())]
 
     def mine(match: re.Match[str]) -> bool:
         return not any(start <= match.start() < end for start, end in theirs)
@@ -123,6 +127,11 @@ def _find_value(low: str, name: str, *, numeric: bool = False, others: Sequence[
             if matches:
                 return matches[-1].group(1)
     return None
+
+
+def _name_spans(low: str, names: Sequence[str]) -> dict[str, list[tuple[int, int]]]:
+    """Where each variable's printed name occurs in ``low`` (names it does not contain are left out)."""
+    return {n: [m.span() for m in _pattern(n, "name").finditer(low)] for n in names if _printed(n) in low}
 
 
 def _value_after(low: str, end: int) -> str:
