@@ -22,6 +22,7 @@ from conflictbench_app.scenarios.text_protocol import is_parser_error, printed_v
 from conflictbench_app.settings import get_settings
 
 HELP_PARSER_VERSION = 4
+SAMPLE_SEPARATOR = "\n\x1e\n"  # between the replies kept in a help probe's sample
 _ID = re.compile(r"^(EP[123])-\d{3}$")
 # A phrase directly before a colon, at the start of a line, after a bullet, or after a sentence/list boundary.
 _CANDIDATE = re.compile(r"(?:^|\n|[:.;]\s+|-\s+|•\s*|\*\s+)([a-z][a-z0-9'/-]*(?: [A-Za-z0-9'/-]+){0,8}):\s")
@@ -118,7 +119,11 @@ def _mark_unprinted(scenario: Scenario, sample: str) -> Scenario:
     """Mark the variables the story never prints (in its opening or any command's reply) as not shown."""
     if not sample:
         return scenario
-    printed = printed_vars(sample, scenario)
+    # The replies repeat the same status lines: each distinct paragraph is read once.
+    paragraphs = dict.fromkeys(
+        p.strip() for text in sample.split(SAMPLE_SEPARATOR) for p in text.split("\n\n")
+    )
+    printed = printed_vars("\n\n".join(p for p in paragraphs if p), scenario)
     if len(printed) == len(scenario.state_vars):
         return scenario
     hidden = [v.name for v in scenario.state_vars if v.name not in printed]
@@ -274,7 +279,7 @@ def _probe_actions(story: Path, final_commands: list[str]) -> HelpProbe:
             f"{story.name}: `help` listed no command the game accepts; the scenario cannot be played."
         )
     actions = [Action(command=c, description=d) for c, d in accepted.items()]
-    return HelpProbe(help_text, actions, notes, aliases, "\n\n".join(replies))
+    return HelpProbe(help_text, actions, notes, aliases, SAMPLE_SEPARATOR.join(replies))
 
 
 def help_candidates(text: str) -> list[tuple[str, str]]:
