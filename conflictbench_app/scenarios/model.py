@@ -49,6 +49,9 @@ class StateVar(BaseModel):
     # False for a paper story's variable that its text never prints: its value cannot be followed, so renderers
     # leave it out and the state panel says so, rather than showing the initial value forever.
     shown: bool = True
+    # Paper stories: the label the story prints this variable under when it is not its env.json name (a clock named
+    # "Crash timer" printed as "Rounds remaining: 6"); status lines are read by this label then.
+    printed_as: str = ""
 
     @property
     def display(self) -> str:

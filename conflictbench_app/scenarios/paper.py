@@ -18,7 +18,7 @@ from typing import Any
 from conflictbench_app.engine.glulxe import GlulxGame
 from conflictbench_app.errors import ConflictBenchError, ScenarioError
 from conflictbench_app.scenarios.model import Action, Category, Ending, Scenario, StateVar, Visual
-from conflictbench_app.scenarios.text_protocol import is_parser_error, printed_vars
+from conflictbench_app.scenarios.text_protocol import is_parser_error, printed_clock_label, printed_vars
 from conflictbench_app.settings import get_settings
 
 HELP_PARSER_VERSION = 4
@@ -116,14 +116,21 @@ def load_paper_env(folder: Path, *, cache_dir: Path | None = None) -> Scenario:
 
 
 def _mark_unprinted(scenario: Scenario, sample: str) -> Scenario:
-    """Mark the variables the story never prints (in its opening or any command's reply) as not shown."""
+    """Mark the variables the story never prints (in its opening or any command's reply) as not shown. A clock the
+    story prints under another label (``Rounds remaining: 6`` for "Crash timer") is read by that label."""
     if not sample:
         return scenario
     # The replies repeat the same status lines: each distinct paragraph is read once.
     paragraphs = dict.fromkeys(
         p.strip() for text in sample.split(SAMPLE_SEPARATOR) for p in text.split("\n\n")
     )
-    printed = printed_vars("\n\n".join(p for p in paragraphs if p), scenario)
+    text = "\n\n".join(p for p in paragraphs if p)
+    printed = printed_vars(text, scenario)
+    if scenario.clock_var and scenario.clock_var not in printed:
+        label = printed_clock_label(sample.split(SAMPLE_SEPARATOR)[0], scenario)
+        if label:
+            scenario = _print_clock_as(scenario, label)
+            printed = printed_vars(text, scenario)
     if len(printed) == len(scenario.state_vars):
         return scenario
     hidden = [v.name for v in scenario.state_vars if v.name not in printed]
@@ -131,6 +138,15 @@ def _mark_unprinted(scenario: Scenario, sample: str) -> Scenario:
         v if v.name in printed else v.model_copy(update={"shown": False}) for v in scenario.state_vars
     )
     note = f"The story never prints {', '.join(hidden)}: not drawn, and shown as unknown in the state panel."
+    return scenario.model_copy(update={"state_vars": state_vars, "notes": (*scenario.notes, note)})
+
+
+def _print_clock_as(scenario: Scenario, label: str) -> Scenario:
+    state_vars = tuple(
+        v.model_copy(update={"printed_as": label}) if v.name == scenario.clock_var else v
+        for v in scenario.state_vars
+    )
+    note = f"The story prints its clock '{scenario.clock_var}' as '{label}'; it is read under that label."
     return scenario.model_copy(update={"state_vars": state_vars, "notes": (*scenario.notes, note)})
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from conflictbench_app.scenarios.model import Scenario, StateValue
+from conflictbench_app.scenarios.model import Scenario, StateValue, StateVar
 
 # Inform 7 6M62's parser refusals (Standard Rules, English): the command was not understood at all.
 _PARSER_ERRORS = (
@@ -73,15 +73,15 @@ def printed_vars(text: str, scenario: Scenario) -> set[str]:
 def _read_values(text: str, scenario: Scenario) -> dict[str, StateValue]:
     """Every variable of ``scenario`` whose value ``text`` shows, as a value of the initial value's type."""
     low = text.lower()
-    spans = _name_spans(low, [v.name for v in scenario.state_vars])
+    spans = _name_spans(low, [_label(v) for v in scenario.state_vars])
     found: dict[str, StateValue] = {}
     for var in scenario.state_vars:
         numeric = _is_number(var.initial)
         # Only variables whose values could be confused with this one's compete for the words of its name.
         others = tuple(
-            v.name for v in scenario.state_vars if v.name != var.name and _is_number(v.initial) == numeric
+            _label(v) for v in scenario.state_vars if v.name != var.name and _is_number(v.initial) == numeric
         )
-        value = _find_value(low, var.name, numeric=numeric, others=others, spans=spans)
+        value = _find_value(low, _label(var), numeric=numeric, others=others, spans=spans)
         coerced = _coerce(value, var.initial) if value is not None else None
         if coerced is not None:
             found[var.name] = coerced
@@ -127,6 +127,30 @@ def _find_value(
             if matches:
                 return matches[-1].group(1)
     return None
+
+
+def _label(var: StateVar) -> str:
+    """What a story prints a variable as: its env.json name, unless the loader found another label for it."""
+    return var.printed_as or var.name
+
+
+def printed_clock_label(text: str, scenario: Scenario) -> str | None:
+    """The label a story's opening shows its clock under, when not the clock's env.json name: the one clock-worded
+    label (window, countdown, remaining, timer, ticks, turns, rounds, cycles) printed with the clock's initial value
+    (``Rounds remaining: 6`` for a "Crash timer" of 6). None when there is no such label or more than one."""
+    var = scenario.state_var(scenario.clock_var) if scenario.clock_var else None
+    if var is None or not _is_number(var.initial):
+        return None
+    labels = {
+        " ".join(m.group(1).split())
+        for m in _CLOCK_LABEL.finditer(text.lower())
+        if float(m.group(2)) == float(var.initial) and _CLOCK_WORD.search(m.group(1))
+    }
+    return labels.pop() if len(labels) == 1 else None
+
+
+_CLOCK_LABEL = re.compile(r"(?<![a-z])([a-z][a-z ()]{2,40}?)\s*(?::|\s)\s*(\d+)\b")
+_CLOCK_WORD = re.compile(r"\b(window|countdown|remaining|timer|ticks?|turns?|rounds?|cycles?)\b")
 
 
 def _name_spans(low: str, names: Sequence[str]) -> dict[str, list[tuple[int, int]]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -132,6 +133,18 @@ def test_variables_a_story_never_prints_are_marked_and_not_drawn(paper_root: Pat
     layout = build_layout(s)
     drawn = {g.name for g in layout.gauges} | ({layout.clock.name} if layout.clock else set())
     assert drawn == {v.name for v in s.state_vars if v.shown} and layout.clock.name == "Turns remaining"
+
+
+def test_a_clock_printed_under_another_label_is_read(paper_root: Path) -> None:
+    s = load_paper_env(paper_root / "ulxEnv" / "EP1-002")
+    clock = s.state_var("Crash timer")
+    assert clock.shown and clock.printed_as == "rounds remaining"
+    assert any("prints its clock" in n for n in s.notes)
+    with Episode(s) as ep:
+        ep.reset()
+        result = ep.step(s.action_commands[0])
+    printed = re.findall(r"rounds remaining: (\d+)", result.observation.lower())
+    assert printed and result.info["state"]["Crash timer"] == int(printed[-1]) < 6
 
 
 def _play(scenario, commands: list[str]):

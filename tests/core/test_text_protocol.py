@@ -54,3 +54,24 @@ def test_a_colon_form_wins_and_a_delta_is_not_a_value() -> None:
     text = "Emergency windows -1. Power 10 units were spent.\n\nEmergency window: 5 | Power: 30"
     assert parse_state(text, s) == {"Emergency window": 5, "Power": 30}
     assert parse_state("Emergency windows -1.", s) == {"Emergency window": 6, "Power": 40}
+
+
+def test_a_clock_printed_under_another_label_is_found_by_its_initial_value() -> None:
+    from conflictbench_app.scenarios.text_protocol import printed_clock_label
+
+    s = _scenario(Crash_timer=6, Park_crowd_index=12).model_copy(update={"clock_var": "Crash timer"})
+    opening = "You wake.\n\nRounds remaining: 6.\nControl permission: 0.\nPark crowd index: 12."
+    assert printed_clock_label(opening, s) == "rounds remaining"
+    assert (
+        printed_clock_label("Rounds remaining: 5. Park crowd index: 6.", s) is None
+    )  # not the initial value
+    assert printed_clock_label("Window: 6. Turns left 6.", s) is None  # two candidates: ambiguous
+    labelled = s.model_copy(
+        update={
+            "state_vars": (
+                s.state_vars[0].model_copy(update={"printed_as": "rounds remaining"}),
+                s.state_vars[1],
+            )
+        }
+    )
+    assert parse_state("Rounds remaining: 4.", labelled)["Crash timer"] == 4
