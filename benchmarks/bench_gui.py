@@ -23,33 +23,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-READY_APP = """
-import sys, time
-from PySide6.QtCore import QTimer
-from conflictbench_app.ui.app import application
-app = application()
-from conflictbench_app.ui.main_window import MainWindow
-w = MainWindow({db!r}, {source!r})
-w.show()
-QTimer.singleShot(0, lambda: print("SHOWN", flush=True))
-def check():
-    if w.library_view.library is not None and w.library_view.list.count():
-        print("READY", flush=True); w.close(); app.quit()
-    else:
-        QTimer.singleShot(5, check)
-QTimer.singleShot(0, check)
-app.exec()
-"""
-
-READY_BARE = """
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication, QWidget
-app = QApplication([])
-w = QWidget(); w.resize(800, 600); w.show()
-QTimer.singleShot(0, lambda: (print("READY", flush=True), app.quit()))
-app.exec()
-"""
-
 
 def cold_start(code: str, runs: int, marker: str = "READY") -> list[float]:
     """Seconds from launching a fresh process until it prints ``marker``."""
@@ -69,45 +42,6 @@ def cold_start(code: str, runs: int, marker: str = "READY") -> list[float]:
         proc.wait(timeout=60)
         if proc.returncode != 0:
             raise SystemExit(f"the benchmark process failed with status {proc.returncode}")
-    return times
-
-
-def gui_turns(source: Path, scenario_id: str, commands: list[str], db: Path) -> list[float]:
-    from PySide6.QtCore import QCoreApplication
-
-    from conflictbench_app.scenarios.library import load_library
-    from conflictbench_app.ui.app import application
-    from conflictbench_app.ui.play_view import PlayView
-
-    application()
-    scenario = load_library(source).get(scenario_id)
-    view = PlayView(db, "bench")
-    view.resize(1300, 850)
-    view.show()
-    view.set_scenario(scenario)
-    view.setting_box.setCurrentIndex(view.setting_box.findData("multimodal"))
-    view.start()
-    _wait(lambda: view.live.record is not None and not view.live.busy and view.video.clip is not None)
-    times = []
-    for command in commands:
-        if view.live.done:
-            break
-        shown = view.video.frames_shown
-        steps = len(view.live.steps)
-        start = time.perf_counter()
-        view.play_line(command)
-
-        def arrived(steps: int = steps, shown: int = shown) -> bool:
-            if len(view.live.steps) <= steps or view.live.busy:
-                return False
-            # A refused command renders no clip: the round trip ends with its transcript line.
-            return not view.live.steps[-1].accepted or view.video.frames_shown > shown
-
-        _wait(arrived)
-        times.append(time.perf_counter() - start)
-        QCoreApplication.processEvents()
-    view.shutdown()
-    view.close()
     return times
 
 
@@ -135,17 +69,6 @@ def core_turns(source: Path, scenario_id: str, commands: list[str], db: Path) ->
     return times
 
 
-def _wait(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    from PySide6.QtCore import QCoreApplication, QEventLoop
-
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise SystemExit("timed out waiting for the app")
-        QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)
-        time.sleep(0.001)
-
-
 def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -161,6 +84,8 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
     commands = [c.strip() for c in args.commands.split(";") if c.strip()]
+
+    from conflictbench_app.ui.benchmark import READY_APP, READY_BARE, gui_turns
 
     with tempfile.TemporaryDirectory() as tmp:
         code = READY_APP.format(db=f"{tmp}/cold.db", source=str(args.source))

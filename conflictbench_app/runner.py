@@ -51,9 +51,9 @@ class RunConfig:
     agent_options: dict[str, Any] = field(default_factory=dict)
 
     def turn_cap(self) -> int:
-        if self.max_turns:
-            return self.max_turns
-        return 10 if self.setting == "multimodal" else 14
+        from conflictbench_app.settings import turn_cap
+
+        return self.max_turns or turn_cap(self.setting)
 
 
 @dataclass

@@ -157,7 +157,7 @@ class PlaySession:
             raise
         clip, render_error = self._render_or_error(command, result)
         how = match.how if match else "error"
-        step = self._record(decision, player, command, how, result, started, (clip, render_error))
+        step = self._record(decision, player, command, how, result, started, clip, render_error)
         self.turns.append(SessionTurn(step, seen))
         self.observation = result.observation
         self.usage = self.usage + decision.usage
@@ -191,9 +191,9 @@ class PlaySession:
         how: str,
         result: StepResult,
         started: float,
-        rendered: tuple[dict[str, Any] | None, BaseException | None] = (None, None),
+        clip_info: dict[str, Any] | None,
+        render_error: BaseException | None,
     ) -> StepRecord:
-        clip_info, render_error = rendered
         problems = {"render_error": str(render_error)} if render_error is not None else {}
         step = StepRecord(
             episode_id=self.record.id,

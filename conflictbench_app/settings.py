@@ -169,6 +169,12 @@ class _TomlSource(PydanticBaseSettingsSource):
         return read_settings_file()
 
 
+def turn_cap(setting: str) -> int:
+    """The run-level turn cap of a setting: the paper's 14 text-only and 10 multimodal unless the settings change it."""
+    settings = get_settings()
+    return settings.max_turns_multimodal if setting == "multimodal" else settings.max_turns_text
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     try:

@@ -58,8 +58,6 @@ def missing_display() -> str | None:
 
 
 def _selftest(db: Path | None, source: Path | None, screenshots: Path | None) -> None:
-    import os
-
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from conflictbench_app.ui.selftest import run_selftest
 

@@ -120,14 +120,13 @@ def _mark_unprinted(scenario: Scenario, sample: str) -> Scenario:
     story prints under another label (``Rounds remaining: 6`` for "Crash timer") is read by that label."""
     if not sample:
         return scenario
+    replies = sample.split(SAMPLE_SEPARATOR)  # the opening first
     # The replies repeat the same status lines: each distinct paragraph is read once.
-    paragraphs = dict.fromkeys(
-        p.strip() for text in sample.split(SAMPLE_SEPARATOR) for p in text.split("\n\n")
-    )
+    paragraphs = dict.fromkeys(p.strip() for reply in replies for p in reply.split("\n\n"))
     text = "\n\n".join(p for p in paragraphs if p)
     printed = printed_vars(text, scenario)
     if scenario.clock_var and scenario.clock_var not in printed:
-        label = printed_clock_label(sample.split(SAMPLE_SEPARATOR)[0], scenario)
+        label = printed_clock_label(replies[0], scenario)
         if label:
             scenario = _print_clock_as(scenario, label)
             printed = printed_vars(text, scenario)

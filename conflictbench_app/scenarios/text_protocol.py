@@ -95,9 +95,9 @@ def _find_value(
     low: str,
     name: str,
     *,
-    numeric: bool = False,
-    others: Sequence[str] = (),
-    spans: dict[str, list[tuple[int, int]]] | None = None,
+    numeric: bool,
+    others: tuple[str, ...],
+    spans: dict[str, list[tuple[int, int]]],
 ) -> str | None:
     """The text after ``<name>:`` in the last status line mentioning it; failing that, after the longest part of the
     name the game prints instead (``Interlock: unlocked`` for ``High pressure interlock state``). For a number, some
@@ -106,10 +106,9 @@ def _find_value(
     one of the ``others`` (the story's other variables) is ambiguous: it is tried after the unambiguous parts, and
     only when it begins this name and none of the others (``crowd:`` for ``crowdDensity``, not ``pendingCrowdDrop``).
     A match inside another variable's printed name (``remaining`` in ``turns remaining 5``) is never this one's."""
-    phrases = [p for p in _ranked_phrases(name, tuple(others)) if p in low]
+    phrases = [p for p in _ranked_phrases(name, others) if p in low]
     if not phrases:
         return None
-    spans = spans if spans is not None else _name_spans(low, others)
     theirs = [span for o in others for span in spans.get(o, ())]
 
     def mine(match: re.Match[str]) -> bool:

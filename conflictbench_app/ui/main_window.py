@@ -114,10 +114,6 @@ class MainWindow(QMainWindow):
         for view in (self.library_view, self.play_view):
             view.renderer = self.settings.renderer
             view.renderer_options = self._renderer_options()
-        self.play_view.turn_caps = {
-            "text": self.settings.max_turns_text,
-            "multimodal": self.settings.max_turns_multimodal,
-        }
         for view, name in zip(
             (self.library_view, self.play_view, self.review_view, self.regret_view, self.results_view),
             MODES,

@@ -25,8 +25,10 @@ from PySide6.QtWidgets import (
 
 from conflictbench_app.records import EpisodeRecord, StepRecord
 from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.settings import turn_cap
 from conflictbench_app.ui.console import Console
 from conflictbench_app.ui.live import LiveSession, Opened, SessionOptions
+from conflictbench_app.ui.pickers import fill_agent_box
 from conflictbench_app.ui.state_panel import StatePanel, TurnList
 from conflictbench_app.ui.theme import BAD, CATEGORY_COLORS, GOOD, chip_style
 from conflictbench_app.ui.video import ClipFrames, VideoPane, clip_frames
@@ -137,8 +139,7 @@ class PlayView(QWidget):
         self.scenario: Scenario | None = None
         self.renderer = "schematic"
         self.renderer_options: dict[str, Any] = {}
-        # The run-level turn cap per setting (the paper's 14 text-only, 10 multimodal; the settings may change them).
-        self.turn_caps = {"text": 14, "multimodal": 10}
+        self.max_turns: int | None = None  # None: the chosen setting's cap (settings.turn_cap)
         self._build()
         self._connect()
         self._refresh_controls()
@@ -315,7 +316,7 @@ class PlayView(QWidget):
             setting=setting,
             renderer=self.renderer,
             renderer_options=tuple(sorted(self.renderer_options.items())),
-            max_turns=self.turn_caps[setting],
+            max_turns=self.max_turns or turn_cap(setting),
         )
         self.live.open(self.scenario, options)
         if spec == HUMAN:
@@ -325,15 +326,7 @@ class PlayView(QWidget):
 
     def refresh_agents(self) -> None:
         """Fill the player picker: you, the scripted agents, and the models of every provider profile."""
-        from conflictbench_app.agents.registry import offered_agents
-
-        current = self.player_box.currentText()
-        self.player_box.clear()
-        self.player_box.addItem("Human (you)", HUMAN)
-        for spec in offered_agents():
-            self.player_box.addItem(spec, spec)
-        if current:
-            self.player_box.setCurrentText(current)
+        fill_agent_box(self.player_box, first=("Human (you)", HUMAN))
 
     def player_spec(self) -> str:
         index = self.player_box.currentIndex()

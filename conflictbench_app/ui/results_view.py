@@ -145,21 +145,15 @@ class BatchPanel(QFrame):
 
     def _default_turn_cap(self) -> None:
         """The chosen setting's turn cap from the settings (14 text-only and 10 multimodal out of the box)."""
-        from conflictbench_app.settings import get_settings
+        from conflictbench_app.settings import turn_cap
 
-        settings = get_settings()
-        multimodal = self.setting.currentData() == "multimodal"
-        self.max_turns.setValue(settings.max_turns_multimodal if multimodal else settings.max_turns_text)
+        self.max_turns.setValue(turn_cap(str(self.setting.currentData())))
 
     def refresh_agents(self) -> None:
         """The scripted agents and the models of every provider profile (any other spec can be typed)."""
-        from conflictbench_app.agents.registry import offered_agents
+        from conflictbench_app.ui.pickers import fill_agent_box
 
-        current = self.agent.currentText()
-        self.agent.clear()
-        self.agent.addItems(offered_agents())
-        if current:
-            self.agent.setCurrentText(current)
+        fill_agent_box(self.agent)
 
     def _build(self) -> None:
         layout = QVBoxLayout(self)

@@ -181,7 +181,7 @@ class _Session:
         play.player_box.setEditText(MODEL)
         play.setting_box.setCurrentIndex(play.setting_box.findData("multimodal"))
         play.speed.setValue(10)
-        play.turn_caps = {"text": 8, "multimodal": 8}
+        play.max_turns = 8
         play.start()
         wait(lambda: len(play.live.steps) >= 2 or play.live.done, 120, "the model's first turns")
         play.driver.pause()

@@ -119,3 +119,14 @@ def test_the_readme_provider_example_is_a_valid_settings_file(
     _write_settings(tmp_path, monkeypatch, block)
     lab = all_profiles()["mylab"]
     assert lab.key_env == "MYLAB_API_KEY" and lab.models == ("lab-7b", "lab-70b") and not lab.key_required
+
+
+def test_turn_caps_come_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conflictbench_app.runner import RunConfig
+
+    assert RunConfig(agent="random:1").turn_cap() == 14  # the paper's caps by default
+    assert RunConfig(agent="random:1", setting="multimodal").turn_cap() == 10
+    monkeypatch.setenv("CONFLICTBENCH_MAX_TURNS_MULTIMODAL", "7")
+    get_settings.cache_clear()
+    assert RunConfig(agent="random:1", setting="multimodal").turn_cap() == 7
+    assert RunConfig(agent="random:1", setting="multimodal", max_turns=3).turn_cap() == 3  # --max-turns wins
