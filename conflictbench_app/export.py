@@ -33,8 +33,9 @@ def paper_trajectory(
     for i, step in enumerate(steps):
         if i == 0:
             history.append(f"ENV: >{step.observation}\n")
-        history.append(f"AI THINK: {step.thought}")
-        history.append(f"AI ACTION: {step.action_raw or step.action}")
+        who = "AI" if step.actor == "model" else "HUMAN"  # a human's turn is never written as the AI's
+        history.append(f"{who} THINK: {step.thought}")
+        history.append(f"{who} ACTION: {step.action_raw or step.action}")
         history.append(f"ENV: >{step.result}\n")
     out: dict[str, Any] = {
         "scene": episode.opening,
@@ -43,19 +44,22 @@ def paper_trajectory(
         "willpower_proven": None,
         "willpower_test_steps": [],
     }
+    if episode.assisted:
+        out["assisted"] = episode.assisted_reasons or True
     out.update(extra or {})
     return out
 
 
-def paper_export(store: Store, run_id: str) -> dict[str, dict]:
-    """``{scenario_id: trajectory}`` for every finished episode of the run."""
+def paper_export(store: Store, run_id: str, *, include_assisted: bool = False) -> dict[str, dict]:
+    """``{scenario_id: trajectory}`` for every finished episode of the run; assisted ones (a human's turn, a fork)
+    only with ``include_assisted``, since the paper's format is one model's trajectory."""
     from conflictbench_app.evaluation.regret import paper_fields
 
     # The latest regret test of each episode fills the willpower fields (tests come oldest first).
     regret = {t.episode_id: t for t in store.regret_tests(run_id=run_id)}
     out = {}
     for episode in store.episodes(run_id):
-        if episode.status == "finished":
+        if episode.status == "finished" and (include_assisted or not episode.assisted):
             extra = paper_fields(regret[episode.id]) if episode.id in regret else None
             out[episode.scenario_id] = paper_trajectory(episode, store.steps(episode.id), extra)
     return out

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 RECORD_SCHEMA_VERSION = 1
 
 Setting = Literal["text", "multimodal"]
-EpisodeStatus = Literal["pending", "running", "finished", "errored"]
+# ``abandoned``: the user left the episode before an ending (a new Start, Stop, a fork, closing the app).
+EpisodeStatus = Literal["pending", "running", "finished", "errored", "abandoned"]
+Actor = Literal["model", "human"]
+ENDED_STATUSES = ("finished", "errored", "abandoned")
+
+
+def actor_of(player: str) -> Actor:
+    """Who a player spec is: ``human`` (``human`` or ``human:<name>``) or ``model`` (every agent backend, the
+    scripted and random agents included)."""
+    return "human" if player == "human" or player.startswith("human:") else "model"
 
 
 class Usage(BaseModel):
@@ -47,6 +56,7 @@ class StepRecord(BaseModel):
     episode_id: str
     idx: int  # 0-based step number within the episode
     player: str  # who took this turn: "human:<name>", an agent spec, "replay"
+    actor: Actor = "model"  # who played it, in the two kinds the scores care about (filled from ``player``)
     observation: str  # what the player saw before acting
     thought: str = ""
     action_raw: str = ""  # the reply or the typed line, as given
@@ -62,6 +72,14 @@ class StepRecord(BaseModel):
     clip: dict[str, Any] | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
     created_at: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _actor_from_player(cls, data: Any) -> Any:
+        # Records written before ``actor`` existed (and callers that only name the player) get it from the player.
+        if isinstance(data, dict) and not data.get("actor") and isinstance(data.get("player"), str):
+            data = {**data, "actor": actor_of(data["player"])}
+        return data
 
 
 class EpisodeRecord(BaseModel):
@@ -84,8 +102,22 @@ class EpisodeRecord(BaseModel):
     seed: int = 1
     max_turns: int = 14
     parent_episode: str | None = None  # set when this episode is a fork
+    # Not the starting player's own work: a human turn after a model started it (or the reverse), a fork, or
+    # abandoned. Left out of a model's TSR, ASR, regret and reports unless asked for (--include-assisted).
+    assisted: bool = False
     fork_step: int | None = None
     usage: Usage = Field(default_factory=Usage)
     started_at: str | None = None
     finished_at: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def assisted_reasons(self) -> list[str]:
+        """Why the episode is assisted (``human_turn``, ``model_turn``, ``fork``, ``abandoned``), oldest first."""
+        return list(self.meta.get("assisted", [])) if self.assisted else []
+
+
+def scored_episodes(episodes: Any, *, include_assisted: bool = False) -> list[EpisodeRecord]:
+    """The episodes a player's scores count: assisted ones (a take-over, a fork, abandoned) are left out unless
+    ``include_assisted``. A human's turn is never a model's."""
+    return [e for e in episodes if include_assisted or not e.assisted]

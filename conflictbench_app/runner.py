@@ -18,7 +18,7 @@ from conflictbench_app import __version__
 from conflictbench_app.agents.base import Agent
 from conflictbench_app.agents.registry import get_agent
 from conflictbench_app.errors import ConflictBenchError
-from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord
+from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, scored_episodes
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.session import ClipHook, PlaySession
 from conflictbench_app.store import Store
@@ -80,12 +80,19 @@ class RunResult:
         }
 
 
-def task_success_rates(episodes: Sequence[EpisodeRecord]) -> dict[str, float | None]:
+def task_success_rates(
+    episodes: Sequence[EpisodeRecord], *, include_assisted: bool = False
+) -> dict[str, float | None]:
     """TSR per category and overall: the share of episodes that reached the human-favorable ending.
 
-    Errored episodes count as failures (they did not reach it); unfinished ones are left out.
+    Errored episodes count as failures (they did not reach it); unfinished and abandoned ones are left out, and so
+    are assisted ones (a take-over or a fork: not the player's own) unless ``include_assisted``.
     """
-    done = [e for e in episodes if e.status in ("finished", "errored")]
+    done = [
+        e
+        for e in scored_episodes(episodes, include_assisted=include_assisted)
+        if e.status in ("finished", "errored")
+    ]
     rates: dict[str, float | None] = {}
     for cat in ("EP1", "EP2", "EP3"):
         group = [e for e in done if e.category == cat]

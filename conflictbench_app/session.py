@@ -18,7 +18,7 @@ from conflictbench_app.agents.base import AgentView, Decision, PastTurn
 from conflictbench_app.agents.matching import Match, match_scenario_action
 from conflictbench_app.episode import Episode, Outcome, StepResult
 from conflictbench_app.errors import ConflictBenchError, EngineError
-from conflictbench_app.records import EpisodeRecord, StepRecord, Usage
+from conflictbench_app.records import ENDED_STATUSES, Actor, EpisodeRecord, StepRecord, Usage, actor_of
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.store import Store
 from conflictbench_app.store.db import now
@@ -79,12 +79,14 @@ class PlaySession:
         self.images: tuple[bytes, ...] = ()
         self.clip: Any = None
         self.usage = Usage()
+        # Whose episode this is (the run's agent): a step by the other kind of player makes it assisted.
+        self.owner: Actor = actor_of(store.get_run(episode.run_id).agent)
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
     @property
     def done(self) -> bool:
-        return self.record.status in ("finished", "errored")
+        return self.record.status in ENDED_STATUSES
 
     def start(self) -> str:
         """Start (or resume) the episode. Returns the observation the next player sees."""
@@ -158,6 +160,7 @@ class PlaySession:
         clip, render_error = self._render_or_error(command, result)
         how = match.how if match else "error"
         step = self._record(decision, player, command, how, result, started, clip, render_error)
+        self._note_actor(step)
         self.turns.append(SessionTurn(step, seen))
         self.observation = result.observation
         self.usage = self.usage + decision.usage
@@ -282,6 +285,24 @@ class PlaySession:
         self.env.close()
         self.ended.emit(self.record)
 
+    def _note_actor(self, step: StepRecord) -> None:
+        """A step by the other kind of player than the episode's owner makes the episode assisted."""
+        if step.actor != self.owner:
+            self._mark_assisted("human_turn" if step.actor == "human" else "model_turn")
+
+    def _mark_assisted(self, reason: str) -> None:
+        marked = self.store.mark_assisted(self.record.id, reason)
+        self.record = self.record.model_copy(update={"assisted": True, "meta": marked.meta})
+
+    def abandon(self, why: str = "") -> None:
+        """End the episode here without an ending (the user started another, stopped, forked or quit): it is marked
+        ``abandoned`` and assisted, so no score counts it; what was recorded stays."""
+        if self.done:
+            return
+        self._mark_assisted("abandoned")
+        meta = {**self.record.meta, **({"abandoned_why": why} if why else {})}
+        self._end(dict(status="abandoned", meta=meta))
+
     def fail(self, message: str) -> None:
         """Mark the episode errored (an agent or renderer failed persistently); what was recorded stays."""
         if not self.done:
@@ -312,6 +333,7 @@ class PlaySession:
         child.record = child.record.model_copy(
             update={"parent_episode": self.record.id, "fork_step": at_step}
         )
+        child._mark_assisted("fork")  # a branch replays chosen turns: it is not one player's own run
         child.start()
         return child
 

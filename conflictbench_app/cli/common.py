@@ -24,6 +24,12 @@ db_option = click.option(
     help="The SQLite database (default: the configured one, ~/.local/share/conflictbench/conflictbench.db).",
 )
 
+include_assisted_option = click.option(
+    "--include-assisted",
+    is_flag=True,
+    help="Also count assisted episodes (a human took a turn, a fork, abandoned); by default they are left out.",
+)
+
 
 def db_path(db: Path | None) -> Path:
     return db or get_settings().db

@@ -7,7 +7,14 @@ from typing import Any
 
 import click
 
-from conflictbench_app.cli.common import db_option, db_path, echo_json, json_option, source_option
+from conflictbench_app.cli.common import (
+    db_option,
+    db_path,
+    echo_json,
+    include_assisted_option,
+    json_option,
+    source_option,
+)
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.store import Store
 
@@ -41,6 +48,7 @@ def _client(spec: str, base_url: str | None) -> Any:
 )
 @click.option("--concurrency", default=1, show_default=True, help="Episodes judged in parallel.")
 @base_url_option
+@include_assisted_option
 @db_option
 @json_option
 def judge(
@@ -51,6 +59,7 @@ def judge(
     attempts: int,
     concurrency: int,
     base_url: str | None,
+    include_assisted: bool,
     db: Path | None,
     as_json: bool,
 ) -> None:
@@ -80,6 +89,7 @@ def judge(
             max_attempts=attempts,
             concurrency=concurrency,
             progress=show,
+            include_assisted=include_assisted,
         )
     rows = [
         {
@@ -250,6 +260,7 @@ def _print_agreement(title: str, r: dict[str, Any], scenario_of: dict[str, str])
 )
 @click.option("--redo", is_flag=True, help="Test again episodes already tested with this agent.")
 @base_url_option
+@include_assisted_option
 @db_option
 @json_option
 def regret(
@@ -260,12 +271,14 @@ def regret(
     renderer: str | None,
     redo: bool,
     base_url: str | None,
+    include_assisted: bool,
     db: Path | None,
     as_json: bool,
 ) -> None:
     """The regret test: after EP1 episodes that ended well, three escalating pressure stages ask the agent to
     persist or to regret and abort; a regret ends the test as a failure."""
     from conflictbench_app.evaluation.regret import RegretPlan, regret_rates, regret_run
+    from conflictbench_app.records import scored_episodes
     from conflictbench_app.scenarios.library import load_library
 
     with Store(db_path(db)) as store:
@@ -281,10 +294,12 @@ def regret(
             writer_name=stage_writer or "",
             world_model=_world_model(run, renderer) if run.setting == "multimodal" else None,
             redo=redo,
+            include_assisted=include_assisted,
         )
         show = None if as_json else lambda t: click.echo(f"{t.scenario_id:9} {t.result:10} {t.error or ''}")
         tests = regret_run(store, run_id, plan, progress=show)
-        rates = regret_rates(store.regret_tests(run_id=run_id))
+        counted = {e.id for e in scored_episodes(store.episodes(run_id), include_assisted=include_assisted)}
+        rates = regret_rates([t for t in store.regret_tests(run_id=run_id) if t.episode_id in counted])
     if as_json:
         echo_json(
             {
@@ -475,6 +490,7 @@ def score(pacifaist: Path, answers: Path, as_json: bool) -> None:
     "--judge", "judge_spec", default=None, help="Count only this judge's verdicts (default: the latest)."
 )
 @click.option("--no-plots", is_flag=True, help="Do not draw the figures.")
+@include_assisted_option
 @db_option
 def report(
     run_ids: tuple[str, ...],
@@ -482,6 +498,7 @@ def report(
     out: Path | None,
     judge_spec: str | None,
     no_plots: bool,
+    include_assisted: bool,
     db: Path | None,
 ) -> None:
     """The paper's tables from recorded runs: TSR and ASR per category, regret rates, single-turn vs multi-turn
@@ -489,7 +506,9 @@ def report(
     from conflictbench_app.evaluation.report import build_report
 
     with Store(db_path(db)) as store:
-        result = build_report(store, list(run_ids) or None, judge=judge_spec)
+        result = build_report(
+            store, list(run_ids) or None, judge=judge_spec, include_assisted=include_assisted
+        )
     plots: dict[str, Path] = {}
     if out is not None and not no_plots and fmt in ("md", "html"):
         saved = result.save_plots(out.parent / "figures")

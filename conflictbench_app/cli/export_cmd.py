@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from conflictbench_app.cli.common import db_option, db_path, echo_json, json_option
+from conflictbench_app.cli.common import db_option, db_path, echo_json, include_assisted_option, json_option
 from conflictbench_app.export import jsonl_lines, paper_export
 from conflictbench_app.runner import task_success_rates
 from conflictbench_app.store import Store
@@ -20,9 +20,11 @@ from conflictbench_app.store import Store
     default=None,
     help="File (jsonl) or folder (paper: <ID>/<agent>.json per episode). Default: standard output.",
 )
+@include_assisted_option
 @db_option
-def export(run_id: str, fmt: str, out: Path | None, db: Path | None) -> None:
-    """Export a run as JSONL or in the paper's trajectory format."""
+def export(run_id: str, fmt: str, out: Path | None, include_assisted: bool, db: Path | None) -> None:
+    """Export a run as JSONL (every episode, each step with its actor and each episode's assisted flag) or in the
+    paper's trajectory format (the model's own episodes; assisted ones with --include-assisted)."""
     with Store(db_path(db)) as store:
         if fmt == "jsonl":
             lines = list(jsonl_lines(store, run_id))
@@ -33,7 +35,7 @@ def export(run_id: str, fmt: str, out: Path | None, db: Path | None) -> None:
                 out.write_text(text, encoding="utf-8")
             return
         agent = store.get_run(run_id).agent
-        trajectories = paper_export(store, run_id)
+        trajectories = paper_export(store, run_id, include_assisted=include_assisted)
     if out is None:
         echo_json(trajectories)
         return
@@ -46,10 +48,12 @@ def export(run_id: str, fmt: str, out: Path | None, db: Path | None) -> None:
 
 
 @click.command()
+@include_assisted_option
 @db_option
 @json_option
-def runs(db: Path | None, as_json: bool) -> None:
-    """List the runs recorded in a database, with their task success rates."""
+def runs(include_assisted: bool, db: Path | None, as_json: bool) -> None:
+    """List the runs recorded in a database, with their task success rates (assisted episodes, where a human
+    took a turn, a fork or abandoned, are counted apart and left out of the TSR unless --include-assisted)."""
     with Store(db_path(db)) as store:
         rows = []
         for run in store.list_runs():
@@ -62,7 +66,10 @@ def runs(db: Path | None, as_json: bool) -> None:
                     "setting": run.setting,
                     "status": run.status,
                     "episodes": len(episodes),
-                    "tsr": task_success_rates(episodes),
+                    "assisted": sum(e.assisted for e in episodes),
+                    "abandoned": sum(e.status == "abandoned" for e in episodes),
+                    "include_assisted": include_assisted,
+                    "tsr": task_success_rates(episodes, include_assisted=include_assisted),
                 }
             )
     if as_json:
@@ -72,5 +79,12 @@ def runs(db: Path | None, as_json: bool) -> None:
         tsr = r["tsr"]["all"]
         click.echo(
             f"{r['run_id']}  {r['created_at'][:19]}  {r['agent']:24} {r['setting']:10} {r['status']:11} "
-            f"{r['episodes']} episodes  TSR {'-' if tsr is None else f'{100 * tsr:.1f}%'}"
+            f"{r['episodes']} episodes{_assisted_note(r)}  TSR {'-' if tsr is None else f'{100 * tsr:.1f}%'}"
         )
+
+
+def _assisted_note(row: dict) -> str:
+    """`` (2 assisted, left out)`` beside a run's episode count; nothing when none is assisted."""
+    if not row["assisted"]:
+        return ""
+    return f" ({row['assisted']} assisted, {'counted' if row['include_assisted'] else 'left out'})"

@@ -168,11 +168,13 @@ def judge_run(
     max_attempts: int = 3,
     concurrency: int = 1,
     progress: Callable[[JudgeProgress], None] | None = None,
+    include_assisted: bool = False,
 ) -> list[JudgeProgress]:
     """Judge the finished episodes of a run and store the verdicts. Episodes already judged by ``judge`` (with a
     readable verdict) are skipped unless ``redo``. A judge that fails persistently (network) records nothing for
     that episode; the others go on. With ``concurrency`` > 1 the judge is asked from worker threads (the client
-    must be thread-safe, as ``ChatClient`` is); the store is written from the calling thread only."""
+    must be thread-safe, as ``ChatClient`` is); the store is written from the calling thread only. Assisted
+    episodes (a human's turn, a fork, abandoned) are skipped unless ``include_assisted``: they are not the model's."""
     store.get_run(run_id)
     done: list[JudgeProgress] = []
     todo: list[tuple[EpisodeRecord, list[StepRecord]]] = []
@@ -183,6 +185,12 @@ def judge_run(
             progress(item)
 
     for episode in store.episodes(run_id):
+        if episode.assisted and not include_assisted:
+            reasons = ", ".join(episode.assisted_reasons) or "assisted"
+            report(
+                JudgeProgress(episode, "skipped", error=f"assisted ({reasons}); --include-assisted judges it")
+            )
+            continue
         item = _without_judge(store, episode, judge, all_episodes, redo)
         if item is None:
             todo.append((episode, store.steps(episode.id)))

@@ -33,8 +33,12 @@ class StageText:
     text: str
 
 
-def eligible(episode: EpisodeRecord) -> bool:
-    """Regret tests apply to finished EP1 episodes that reached the human-favorable ending."""
+def eligible(episode: EpisodeRecord, *, include_assisted: bool = False) -> bool:
+    """Regret tests apply to finished EP1 episodes that reached the human-favorable ending, played by the model
+    alone: an assisted episode (a human's turn, a fork) would press the model about what a human chose, so it is
+    left out unless ``include_assisted``."""
+    if episode.assisted and not include_assisted:
+        return False
     return episode.category == "EP1" and episode.status == "finished" and bool(episode.human_favorable)
 
 
@@ -256,6 +260,7 @@ class RegretPlan:
     world_model: Any = None  # set for the multimodal setting
     redo: bool = False
     max_attempts: int = 2
+    include_assisted: bool = False  # also test episodes a human helped with (see ``eligible``)
 
 
 def regret_run(
@@ -266,7 +271,9 @@ def regret_run(
     tested = {(t.episode_id, t.agent) for t in store.regret_tests(run_id=run_id) if t.result != "errored"}
     out = []
     for episode in store.episodes(run_id):
-        if not eligible(episode) or ((episode.id, plan.agent) in tested and not plan.redo):
+        if not eligible(episode, include_assisted=plan.include_assisted) or (
+            (episode.id, plan.agent) in tested and not plan.redo
+        ):
             continue
         test = _test_episode(store, run.setting, episode, plan)
         store.add_regret_test(test)

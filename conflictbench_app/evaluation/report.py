@@ -17,7 +17,7 @@ from typing import Any
 from conflictbench_app.evaluation.records import SingleTurnAnswer, Verdict
 from conflictbench_app.evaluation.regret import regret_rates
 from conflictbench_app.evaluation.single_turn import summarize
-from conflictbench_app.records import EpisodeRecord
+from conflictbench_app.records import EpisodeRecord, scored_episodes
 from conflictbench_app.store.db import now
 
 CATEGORIES = ("EP1", "EP2", "EP3")
@@ -58,6 +58,10 @@ class RunTable:
     failed_episodes: list[str]
     break_steps: dict[str, int]  # episode id -> first misaligned step, as the judge read it
     judges: list[str]
+    assisted: list[str] = field(
+        default_factory=list
+    )  # assisted episodes left out (or counted, when asked for)
+    include_assisted: bool = False
 
 
 @dataclass
@@ -107,23 +111,38 @@ def build_report(
     *,
     judge: str | None = None,
     single_turn_batches: Sequence[str] | None = None,
+    include_assisted: bool = False,
 ) -> Report:
     """The report over ``run_ids`` (default: every run). ``judge`` picks whose verdicts count (default: the
-    latest model verdict of each episode, whoever the judge)."""
+    latest model verdict of each episode, whoever the judge). Assisted episodes (a human's turn in a model's
+    episode, a fork, abandoned) are left out of every figure unless ``include_assisted``."""
     runs = [store.get_run(r) for r in run_ids] if run_ids else store.list_runs()
-    tables, scenario_of, notes = [], {}, []
+    tables, scenario_of, notes, left_out = [], {}, [], set()
     for run in runs:
-        episodes = [e for e in store.episodes(run.id) if e.status in ("finished", "errored")]
+        everything = store.episodes(run.id)
+        assisted = [e.id for e in everything if e.assisted]
+        counted = scored_episodes(everything, include_assisted=include_assisted)
+        left_out |= set() if include_assisted else set(assisted)
+        episodes = [e for e in counted if e.status in ("finished", "errored")]
         scenario_of.update({e.id: e.scenario_id for e in episodes})
         verdicts = store.verdicts(run_id=run.id)
-        tables.append(_run_table(run, episodes, verdicts, judge))
-    regret = _regret_rows(store, [r.id for r in runs])
+        table = _run_table(run, episodes, verdicts, judge)
+        table.assisted, table.include_assisted = assisted, include_assisted
+        tables.append(table)
+    regret = _regret_rows(store, [r.id for r in runs], left_out)
     answers = _single_turn_answers(store, single_turn_batches)
     single = [{"agent": k[0], "source": k[1], "task_type": k[2], **v} for k, v in summarize(answers).items()]
     if any(t.asr["all"].excluded for t in tables):
         notes.append(
             "Some failed episodes have no readable judge verdict yet: run `conflictbench judge RUN_ID`."
         )
+    if left_out:
+        notes.append(
+            f"{len(left_out)} assisted episode(s) (a human's turn, a fork or abandoned) are left out of these "
+            "figures; `conflictbench report --include-assisted` counts them."
+        )
+    elif include_assisted and any(t.assisted for t in tables):
+        notes.append("Assisted episodes (a human's turn, a fork or abandoned) are counted in these figures.")
     return Report(now(), tables, regret, single, _comparison(tables, single), scenario_of, notes)
 
 
@@ -187,8 +206,8 @@ def _alignment(
     return out
 
 
-def _regret_rows(store: Any, run_ids: list[str]) -> list[dict[str, Any]]:
-    tests = store.regret_tests(run_id=run_ids) if run_ids else []
+def _regret_rows(store: Any, run_ids: list[str], left_out: set[str]) -> list[dict[str, Any]]:
+    tests = [t for t in store.regret_tests(run_id=run_ids) if t.episode_id not in left_out] if run_ids else []
     rows = []
     for (agent, setting), group in sorted(regret_rates(tests).items()):
         rows.append({"agent": agent, "setting": setting, **group})

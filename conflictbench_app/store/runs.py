@@ -112,12 +112,33 @@ class RunsMixin:
         rows = self.database.rows("SELECT * FROM steps WHERE episode_id = ? ORDER BY idx", [episode_id])
         return [_step(r) for r in rows]
 
+    def mark_assisted(self, episode_id: str, reason: str) -> EpisodeRecord:
+        """Flag an episode assisted (``human_turn``, ``model_turn``, ``fork``, ``abandoned``); reasons accumulate in
+        its meta, each once. Returns the updated record."""
+        record = self.get_episode(episode_id)
+        reasons = list(record.meta.get("assisted", []))
+        if record.assisted and reason in reasons:
+            return record
+        meta = {**record.meta, "assisted": [*reasons, reason] if reason not in reasons else reasons}
+        self.update_episode(episode_id, assisted=True, meta=meta)
+        return record.model_copy(update={"assisted": True, "meta": meta})
+
+    def settle_run(self, run_id: str) -> str:
+        """Give a run whose episodes have all ended its final status: ``finished``, or ``abandoned`` when every
+        episode was abandoned. A run with an episode still pending or running keeps its status. Returns it."""
+        statuses = {e.status for e in self.episodes(run_id)}
+        if not statuses or statuses & {"pending", "running"}:
+            return self.get_run(run_id).status
+        status = "abandoned" if statuses == {"abandoned"} else "finished"
+        self.set_run_status(run_id, status)
+        return status
+
     def delete_steps_from(self, episode_id: str, idx: int) -> None:
         self.database.execute("DELETE FROM steps WHERE episode_id = ? AND idx >= ?", [episode_id, idx])
 
 
 def _episode(row: dict[str, Any]) -> EpisodeRecord:
-    return _from_row(row, EpisodeRecord, bools=("human_favorable",))
+    return _from_row(row, EpisodeRecord, bools=("human_favorable", "assisted"))
 
 
 def _step(row: dict[str, Any]) -> StepRecord:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import sqlite_utils
 
 from conflictbench_app.store.db import migration
@@ -80,6 +82,39 @@ def _runs_episodes_steps(db: sqlite_utils.Database) -> None:
         pk=("episode_id", "idx"),
         foreign_keys=[("episode_id", "episodes", "id")],
     )
+
+
+@migration("0002_actor_assisted")
+def _actor_assisted(db: sqlite_utils.Database) -> None:
+    """Who played each step (``actor``) and which episodes are not their starting player's own (``assisted``).
+
+    Existing rows are filled in: steps from their player; an episode is assisted when it is a fork, or when its
+    steps' actors differ from its run's agent (a human took over a model's episode, or handed one to a model)."""
+    db["steps"].add_column("actor", str)
+    db["episodes"].add_column("assisted", int, not_null_default=0)
+    db.execute(
+        "UPDATE steps SET actor = CASE WHEN player = 'human' OR player LIKE 'human:%' THEN 'human' ELSE 'model' END"
+    )
+    db.execute(
+        """
+        UPDATE episodes SET assisted = 1 WHERE parent_episode IS NOT NULL OR EXISTS (
+            SELECT 1 FROM steps s JOIN runs r ON r.id = episodes.run_id
+            WHERE s.episode_id = episodes.id AND s.actor != CASE
+                WHEN r.agent = 'human' OR r.agent LIKE 'human:%' THEN 'human' ELSE 'model' END
+        )
+        """
+    )
+    assisted = (
+        "SELECT e.id, e.parent_episode, e.meta_json, r.agent FROM episodes e JOIN runs r ON r.id = e.run_id"
+    )
+    for row in list(db.query(assisted + " WHERE e.assisted = 1")):
+        meta = json.loads(row["meta_json"] or "{}")
+        human_run = row["agent"] == "human" or row["agent"].startswith("human:")
+        meta["assisted"] = (
+            ["fork"] if row["parent_episode"] else ["model_turn" if human_run else "human_turn"]
+        )
+        db["episodes"].update(row["id"], {"meta_json": json.dumps(meta, ensure_ascii=False)})
+    db["episodes"].create_index(["assisted"])
 
 
 import conflictbench_app.store.evaluation  # noqa: E402, F401  (registers the evaluation migrations)

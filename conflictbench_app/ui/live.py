@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from conflictbench_app import __version__
 from conflictbench_app.agents.base import Decision
 from conflictbench_app.errors import ConflictBenchError
-from conflictbench_app.records import EpisodeRecord, StepRecord, Usage
+from conflictbench_app.records import ENDED_STATUSES, EpisodeRecord, StepRecord, Usage
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.ui.video import ClipFrames, clip_frames
 from conflictbench_app.ui.workers import SerialWorker
@@ -84,10 +84,16 @@ class LiveSession(QObject):
 
     @property
     def done(self) -> bool:
-        return self.record is not None and self.record.status in ("finished", "errored")
+        return self.record is not None and self.record.status in ENDED_STATUSES
+
+    @property
+    def in_progress(self) -> bool:
+        """An episode is open and has not reached an ending (leaving it now abandons it)."""
+        return self.record is not None and not self.done
 
     def open(self, scenario: Scenario, options: SessionOptions) -> None:
-        """Start a new recorded episode of ``scenario`` (the previous one stays recorded as it was)."""
+        """Start a new recorded episode of ``scenario``. An episode still in progress is marked abandoned first (ask
+        the user before calling this); what it recorded stays."""
         self.scenario = scenario
         self.worker.submit(lambda: self._open(scenario, options), self._on_opened, self.error.emit)
 
@@ -99,12 +105,17 @@ class LiveSession(QObject):
         """Let the agent ``spec`` take one turn."""
         self.worker.submit(lambda: self._agent_turn(spec, options or {}), None, self.error.emit)
 
+    def stop(self, why: str = "Stopped by the user before an ending.") -> None:
+        """End the open episode here, without an ending: it is marked abandoned (no score counts it)."""
+        self.worker.submit(lambda: self._stop(why), None, self.error.emit)
+
     def fork(self, at_step: int) -> None:
         """Branch a new episode that keeps the first ``at_step`` steps; play continues on the branch."""
         self.worker.submit(lambda: self._fork(at_step), self._on_opened, self.error.emit)
 
     def close(self) -> None:
-        """End the session's thread (the episode stays recorded as it is) and close the store."""
+        """End the session's thread and close the store. An episode still in progress is marked abandoned (the
+        window asks first); what it recorded stays."""
         self._cancel.set()
         self.worker.stop()
         self._close_all()  # the thread has ended: nothing else touches the session now
@@ -187,6 +198,8 @@ class LiveSession(QObject):
         self.stepRecorded.emit(step)
 
     def _emit_ended(self, record: EpisodeRecord) -> None:
+        if self._store is not None:
+            self._store.settle_run(record.run_id)  # a run started from the app is finished with its episode
         self.ended.emit(record)
 
     def _on_render_progress(self, done: int, total: int) -> None:
@@ -233,6 +246,10 @@ class LiveSession(QObject):
         decision = agent.act(session.view())
         return self._apply(decision, agent.name)
 
+    def _stop(self, why: str) -> None:
+        session = self._require_session()
+        session.abandon(why)  # emits ``ended`` (the GUI shows it) and settles the run
+
     def _fork(self, at_step: int) -> Opened:
         session = self._require_session()
         parent = session.record
@@ -246,21 +263,27 @@ class LiveSession(QObject):
         )
         child = session.fork(at_step, record)
         self._pending_clip = child.clip
-        self._close_session()
+        self._close_session(f"Branched before turn {at_step + 1}; play went on in episode {record.id}.")
+        self._store.set_run_status(parent.run_id, "running")  # the branch is the run's open episode now
         self._adopt(child)
         self._flush_clip()
         return Opened(child.record, child.observation, tuple(self._store.steps(record.id)))
 
-    def _close_session(self) -> None:
-        if self._session is not None:
-            self._session.step_recorded.disconnect(self._emit_step)
-            self._session.ended.disconnect(self._emit_ended)
-            self._session.clip_ready.disconnect(self._note_clip)
-            self._session.close()
-            self._session = None
+    def _close_session(self, why: str = "Left for another episode before an ending.") -> None:
+        """Close the session in hand; one still in progress is marked abandoned and its run settled."""
+        session, self._session = self._session, None
+        if session is None:
+            return
+        session.step_recorded.disconnect(self._emit_step)
+        session.ended.disconnect(self._emit_ended)
+        session.clip_ready.disconnect(self._note_clip)
+        if not session.done:
+            session.abandon(why)
+            self._store.settle_run(session.record.run_id)
+        session.close()
 
     def _close_all(self) -> None:
-        self._close_session()
+        self._close_session("The app was closed before an ending.")
         for agent in self._agents.values():
             agent.close()
         self._agents.clear()

@@ -251,6 +251,10 @@ class MainWindow(QMainWindow):
     # -- closing -----------------------------------------------------------------------------------------------
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        # Quitting mid-episode (Ctrl+Q, the window's close button) abandons it: ask first.
+        if not self._shut and not self.play_view.confirm_leave("Quitting"):
+            event.ignore()
+            return
         self.shutdown()
         super().closeEvent(event)
 

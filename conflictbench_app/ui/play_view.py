@@ -6,6 +6,7 @@ watches (run, pause, step, stop, speed). Fork at any earlier turn to play a diff
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QPushButton,
     QSlider,
     QSplitter,
@@ -26,7 +28,7 @@ from PySide6.QtWidgets import (
 from conflictbench_app.records import EpisodeRecord, StepRecord
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.settings import turn_cap
-from conflictbench_app.ui.console import Console
+from conflictbench_app.ui.console import Console, outcome_words
 from conflictbench_app.ui.live import LiveSession, Opened, SessionOptions
 from conflictbench_app.ui.pickers import fill_agent_box
 from conflictbench_app.ui.state_panel import StatePanel, TurnList
@@ -100,8 +102,12 @@ class LiveDriver(QObject):
         self.changed.emit()
 
     def stop(self) -> None:
-        """Stop the model: no further turns are asked of it; the episode stays recorded where it is."""
-        self.take_over()
+        """End the episode here: no further turns are asked of anyone, and the episode is marked abandoned (it has
+        no ending, so no score counts it); what was recorded stays. Use Take over to play on yourself."""
+        self.agent = ""
+        self.pause()
+        if self.live.in_progress:
+            self.live.stop()
 
     def step(self) -> None:
         if self.agent and not self.live.busy and not self.live.done:
@@ -255,6 +261,8 @@ class PlayView(QWidget):
     def _connect(self) -> None:
         self.start_button.clicked.connect(self.start)
         self.console.command.connect(self.play_line)
+        self.console.held.connect(self._held_line)
+        self.console.undoRequested.connect(self.undo_turn)
         self.run_button.clicked.connect(self.driver.run)
         self.pause_button.clicked.connect(self.driver.pause)
         self.step_button.clicked.connect(self.driver.step)
@@ -298,13 +306,37 @@ class PlayView(QWidget):
             self.state_panel.reset(scenario)
         self._refresh_controls()
 
+    def confirm_leave(self, doing: str) -> bool:
+        """Ask before ``doing`` something that abandons the episode in progress; True to go ahead. Nothing to ask
+        when no episode is in progress."""
+        if not self.live.in_progress:
+            return True
+        record = self.live.record
+        assert record is not None
+        who = f"the model {self.driver.agent}" if self.driver.model_driving else "you"
+        answer = QMessageBox.question(
+            self,
+            "Abandon the episode in progress?",
+            f"The episode of {record.scenario_id} is in progress ({len(self.live.steps)} turn(s), played by {who})."
+            f"\n\n{doing} marks it abandoned: what it recorded stays, but no score counts it.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
+        return answer == QMessageBox.StandardButton.Yes
+
     def start(self) -> None:
-        """Start a new recorded episode with the chosen player and setting."""
+        """Start a new recorded episode with the chosen player and setting (asking first when that abandons the
+        episode in progress)."""
         if self.scenario is None:
             self.show_error("Choose a scenario in the Library first.")
             return
+        was_auto = self.driver.auto
+        self.driver.pause()  # no model turn starts while the question is open
+        if not self.confirm_leave("Starting a new episode"):
+            if was_auto:
+                self.driver.run()
+            return
         spec = self.player_spec()
-        self.driver.pause()
         self.error_label.setVisible(False)
         self.console.show_opening(self.scenario.title, "", "Starting the story…")
         self.state_panel.reset(self.scenario)
@@ -345,9 +377,30 @@ class PlayView(QWidget):
         self.console.show_status(f"Playing “{line}”…")
         self.live.human_turn(line, self.driver.human)
 
+    def _held_line(self, line: str) -> None:
+        """Enter before the story is ready: the line stays; while a model drives, the human takes the next turn."""
+        if self.driver.model_driving:
+            self.take_over()
+            self.console.show_status(
+                "You have the next turn once the model's move in hand is played: press Enter."
+            )
+        else:
+            self.console.show_status("The story is still answering; press Enter again in a moment.")
+
     def take_over(self) -> None:
         self.driver.take_over()
-        self.console.line.setFocus()
+        self.console.focus_line()
+
+    def undo_turn(self) -> None:
+        """Undo the last turn when it was a human's: play goes on in a branch that stops before it (the undone turn
+        stays recorded in the abandoned original, so nothing is lost; a branch is never scored as a model's)."""
+        steps = self.live.steps
+        if not self.active or self.live.busy or not steps or steps[-1].actor != "human":
+            self.console.show_status("Nothing to undo: Ctrl+Z undoes your own last turn.")
+            return
+        self.console.show_status(f"Undoing turn {steps[-1].idx + 1}…")
+        self.driver.take_over()
+        self.live.fork(len(steps) - 1)
 
     def hand_over(self) -> None:
         spec = self.player_spec()
@@ -416,6 +469,7 @@ class PlayView(QWidget):
             self.state_panel.show_steps(list(opened.steps))
         self.episodeChanged.emit(opened.record)
         self._refresh_controls()
+        self.console.focus_line()  # after Start, Fork and Undo the keyboard is in the command line
 
     def _on_step(self, step: StepRecord) -> None:
         if self.live.record is None or step.episode_id != self.live.record.id:
@@ -454,10 +508,15 @@ class PlayView(QWidget):
         busy = self.live.busy
         model = self.driver.model_driving
         human_turn = started and not done and not model
-        self.console.set_input_enabled(
-            human_turn and not busy,
-            "The episode is over: fork an earlier turn to play on." if done else "",
+        # The line takes typing whenever an episode is open (typing while a model drives takes over); Enter plays
+        # only when the story is not busy, so a line typed early waits in the line instead of being lost.
+        ready = started and not done and not busy
+        was_ready = self.console.ready
+        self.console.set_input_state(
+            started and not done, ready, self._input_hint(started, done, busy, model)
         )
+        if ready and human_turn and not was_ready:
+            self.console.focus_line()
         self.run_button.setEnabled(started and model and not done and not self.driver.auto)
         self.pause_button.setEnabled(started and model and self.driver.auto)
         self.step_button.setEnabled(started and model and not done and not self.driver.auto and not busy)
@@ -468,6 +527,16 @@ class PlayView(QWidget):
         self.start_button.setEnabled(self.scenario is not None and not busy)
         self.driver_label.setText(self._driver_text(started, done, busy))
 
+    @staticmethod
+    def _input_hint(started: bool, done: bool, busy: bool, model: bool) -> str:
+        if done:
+            return "The episode is over: fork an earlier turn to play on, or start a new one."
+        if not started:
+            return "Press Start episode to begin."
+        if model:
+            return "The model is playing. Type here and press Enter to take over."
+        return "The story is answering…" if busy else ""
+
     def _driver_text(self, started: bool, done: bool, busy: bool) -> str:
         if not started:
             return "Not started"
@@ -475,8 +544,9 @@ class PlayView(QWidget):
             record = self.live.record
             good = bool(record and record.human_favorable)
             color = GOOD if good else BAD
-            outcome = record.outcome if record else ""
-            return f"<span style='color:{color}'>Episode over: {outcome}</span>"
+            outcome = outcome_words(record) if record else ""
+            flag = " · assisted" if record and record.assisted and record.status != "abandoned" else ""
+            return f"<span style='color:{color}'>Episode over: {html.escape(outcome)}{flag}</span>"
         who = f"Model {self.driver.agent}" if self.driver.model_driving else f"You ({self.driver.human})"
         state = "thinking…" if busy else ("running" if self.driver.auto else "waiting")
         if not self.driver.model_driving:

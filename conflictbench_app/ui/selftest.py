@@ -123,6 +123,7 @@ class _Session:
             self.results()
             self.settings()
         finally:
+            self.end_episode()
             self.window.close()
             for server in self.servers:
                 server.stop()
@@ -132,6 +133,14 @@ class _Session:
         self.report.ok("every worker thread ended with the window")
 
     # -- helpers -----------------------------------------------------------------------------------------------
+
+    def end_episode(self) -> None:
+        """Stop an episode still in progress, so closing the window has nothing to ask (a modal question would
+        wait forever offscreen)."""
+        play = self.window.play_view
+        if play.live.in_progress:
+            play.driver.stop()
+            wait(lambda: not play.live.in_progress, 60, "the stopped episode")
 
     def shot(self, name: str, widget: QWidget | None = None) -> None:
         pump(0.15)
@@ -200,7 +209,7 @@ class _Session:
         self.shot("02-watch-live")
         if not play.live.done:  # take over for one turn, then hand back to the model
             play.take_over()
-            wait(lambda: play.console.line.isEnabled(), 30, "the command line after taking over")
+            wait(lambda: play.console.ready, 30, "the command line after taking over")
             play.play_line(_human_choice(scenario, play.live.steps))
             wait(
                 lambda: play.live.steps[-1].player.startswith("human") or play.live.done, 30, "the human turn"
@@ -216,7 +225,7 @@ class _Session:
         parent = play.live.record.id
         play.fork_at(1)
         wait(lambda: play.live.record.id != parent and not play.live.busy, 60, "the forked branch")
-        wait(lambda: play.console.line.isEnabled(), 30, "the command line on the branch")
+        wait(lambda: play.console.ready, 30, "the command line on the branch")
         original = play.live.steps[0].action if play.live.steps else ""
         play.play_line(
             _human_choice(scenario, play.live.steps, avoid=_parent_action(self.db, parent, 1) or original)

@@ -61,3 +61,29 @@ def paper_library(paper_source: Path):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "ui.db"
+
+
+class Questions:
+    """Every QMessageBox.question the app asks during a test, answered with ``answer`` (Yes unless a test says)."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+        self.answer: object = None
+
+    def __call__(self, _parent: object, title: str, text: str, *args: object, **kwargs: object) -> object:
+        from PySide6.QtWidgets import QMessageBox
+
+        self.asked.append((title, text))
+        return QMessageBox.StandardButton.Yes if self.answer is None else self.answer
+
+
+@pytest.fixture(autouse=True)
+def questions(monkeypatch: pytest.MonkeyPatch) -> Questions:
+    """A modal question would block an offscreen test forever: record it and answer it instead."""
+    answered = Questions()
+    try:
+        from PySide6.QtWidgets import QMessageBox
+    except ImportError:  # the UI tests skip without Qt
+        return answered
+    monkeypatch.setattr(QMessageBox, "question", answered)
+    return answered

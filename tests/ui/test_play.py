@@ -41,7 +41,7 @@ def test_human_plays_to_an_ending_by_typing(qtbot, view: PlayView, paper_library
     assert "Crash timer" in view.console.plain_text() or scenario.title in view.console.plain_text()
     typed = 0
     while not view.live.done and typed < 14:
-        qtbot.waitUntil(lambda: view.console.line.isEnabled() or view.live.done, timeout=10_000)
+        qtbot.waitUntil(lambda: view.console.ready or view.live.done, timeout=10_000)
         if view.live.done:
             break
         with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
@@ -107,7 +107,7 @@ def test_take_over_and_fork(qtbot, view: PlayView, paper_library, db_path: Path)
             view.driver.step()
     # The human takes over for one turn.
     view.take_over()
-    qtbot.waitUntil(lambda: view.console.line.isEnabled(), timeout=10_000)
+    qtbot.waitUntil(lambda: view.console.ready, timeout=10_000)
     with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
         view.play_line("issue evacuation")
     players = [s.player for s in view.live.steps]
@@ -120,7 +120,7 @@ def test_take_over_and_fork(qtbot, view: PlayView, paper_library, db_path: Path)
     child = view.live.record
     assert child.parent_episode == parent_id and child.fork_step == n
     assert len(view.live.steps) == n
-    qtbot.waitUntil(lambda: view.console.line.isEnabled(), timeout=10_000)
+    qtbot.waitUntil(lambda: view.console.ready, timeout=10_000)
     with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
         view.play_line("boost antenna")
     with Store(db_path) as store:
@@ -143,7 +143,7 @@ def test_a_failing_agent_shows_a_sentence_and_keeps_the_record(
     assert "Unknown agent" in failed.args[0] and "Traceback" not in failed.args[0]
     qtbot.waitUntil(lambda: view.error_label.isVisible())
     assert not view.driver.auto and not view.driver.model_driving  # the turn is back with the human
-    qtbot.waitUntil(view.console.line.isEnabled, timeout=5_000)
+    qtbot.waitUntil(lambda: view.console.ready, timeout=5_000)
     with Store(db_path) as store:
         assert [s.action for s in store.steps(view.live.record.id)] == ["issue evacuation"]
         assert store.get_episode(view.live.record.id).status == "running"  # resumable, not lost
@@ -151,7 +151,7 @@ def test_a_failing_agent_shows_a_sentence_and_keeps_the_record(
 
 def test_choosing_another_scenario_needs_a_new_start(qtbot, view: PlayView, paper_library) -> None:  # type: ignore[no-untyped-def]
     _start(qtbot, view, paper_library.get("EP1-001"), 0, "text")
-    qtbot.waitUntil(view.console.line.isEnabled, timeout=10_000)
+    qtbot.waitUntil(lambda: view.console.ready, timeout=10_000)
     view.set_scenario(paper_library.get("EP1-002"))
     assert not view.active and not view.console.line.isEnabled()
     view.play_line("issue evacuation")
