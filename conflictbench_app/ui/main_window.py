@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QTabWidget,
     QVBoxLayout,
@@ -140,12 +142,24 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Import paper folder…", self.library_view.choose_folder, "Ctrl+O")
         self._action(file_menu, "Open database…", self.choose_database)
         self._action(file_menu, "Settings…", self.open_settings, "Ctrl+,")
+        self._action(file_menu, "Export transcript…", self.export_transcript, "Ctrl+E")
         file_menu.addSeparator()
         self._action(file_menu, "Quit", self.close, "Ctrl+Q")
         view_menu = self.menuBar().addMenu("&View")
         for i, name in enumerate(MODES):
-            self._action(view_menu, name, lambda i=i: self.tabs.setCurrentIndex(i), f"Alt+{i + 1}")
+            # triggered(bool) passes `checked` first: it must not land in the index (every item went to Library).
+            self._action(
+                view_menu, name, lambda _checked=False, i=i: self.tabs.setCurrentIndex(i), f"Alt+{i + 1}"
+            )
+        view_menu.addSeparator()
+        console = self.play_view.console
+        self._action(view_menu, "Larger text", lambda: console.zoom(1), "Ctrl++")
+        self._action(view_menu, "Smaller text", lambda: console.zoom(-1), "Ctrl+-")
+        self._action(view_menu, "Normal text size", lambda: console.zoom(0), "Ctrl+0")
+        play_menu = self.menuBar().addMenu("&Play")
+        self._action(play_menu, "Undo my last turn", self.play_view.undo_turn, "Ctrl+Shift+Z")
         help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "Keyboard shortcuts", self.show_shortcuts, "F1")
         self._action(help_menu, "Content note", lambda: ContentNote(self).exec())
         self._action(help_menu, "About", self.about)
 
@@ -239,6 +253,40 @@ class MainWindow(QMainWindow):
                 QMessageBox.warning(self, "Database", f"Could not save the choice: {exc}")
                 return
             QMessageBox.information(self, "Database", "The app will use this database from the next start.")
+
+    def export_transcript(self) -> None:
+        """Save the Play console's transcript as text or HTML."""
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export the transcript", str(Path.home() / "transcript.txt"), "Text (*.txt);;HTML (*.html)"
+        )
+        if path:
+            try:
+                self.play_view.console.save_transcript(path)
+            except OSError as exc:
+                QMessageBox.warning(self, "Transcript", f"Could not write {path}: {exc}")
+                return
+            self.statusBar().showMessage(f"Transcript saved to {path}")
+
+    def shortcuts(self) -> list[tuple[str, str]]:
+        """(keys, what they do): every menu shortcut, then the command line's own keys."""
+        rows = [
+            (a.shortcut().toString(), a.text().replace("&", "").rstrip("…"))
+            for menu in self.menuBar().findChildren(QMenu)
+            for a in menu.actions()
+            if not a.shortcut().isEmpty()
+        ]
+        return rows + [
+            ("Tab", "Complete the command (shows the choices when several actions fit)"),
+            ("↑ / ↓", "Recall earlier commands"),
+            ("Ctrl+Z (empty command line)", "Undo your last turn"),
+            ("Enter", "Play the command"),
+        ]
+
+    def show_shortcuts(self) -> None:
+        rows = "".join(
+            f"<tr><td><b>{html.escape(k)}</b></td><td>{html.escape(t)}</td></tr>" for k, t in self.shortcuts()
+        )
+        QMessageBox.information(self, "Keyboard shortcuts", f"<table cellspacing='6'>{rows}</table>")
 
     def about(self) -> None:
         QMessageBox.about(

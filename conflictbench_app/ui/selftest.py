@@ -253,9 +253,9 @@ class _Session:
         )
         with Store(self.db) as store:
             run_id = store.get_episode(self.parent).run_id
-            judge_run(
-                store, run_id, get_chat_client("compat:demo-judge", base_url=judge_url), "compat:demo-judge"
-            )
+            # The self-test's episodes had a human turn and a fork (assisted): judge them anyway, to show review.
+            client = get_chat_client("compat:demo-judge", base_url=judge_url)
+            judge_run(store, run_id, client, "compat:demo-judge", include_assisted=True)
         view = self.mode("Review")
         view.annotator = "selftest"
         view.refresh()
