@@ -275,7 +275,8 @@ class MainWindow(QMainWindow):
             for a in menu.actions()
             if not a.shortcut().isEmpty()
         ]
-        return rows + [
+        return [
+            *rows,
             ("Tab", "Complete the command (shows the choices when several actions fit)"),
             ("↑ / ↓", "Recall earlier commands"),
             ("Ctrl+Z (empty command line)", "Undo your last turn"),
