@@ -56,6 +56,9 @@ class PlaySession:
     """Drive one episode and record it. Not thread-safe: one thread drives one session."""
 
     step_recorded = Signal(object)  # StepRecord
+    # A preview StepRecord (no clip, not stored yet) as soon as the story has answered: players see the reply while
+    # the clip renders; ``step_recorded`` follows with the same index.
+    replied = Signal(object)
     clip_ready = Signal(object)  # Clip
     ended = Signal(object)  # EpisodeRecord
 
@@ -157,6 +160,7 @@ class PlaySession:
         except EngineError as exc:
             self._fail(str(exc))
             raise
+        self.replied.emit(self._preview(decision, player, command, result))
         clip, render_error = self._render_or_error(command, result)
         how = match.how if match else "error"
         step = self._record(decision, player, command, how, result, started, clip, render_error)
@@ -172,6 +176,20 @@ class PlaySession:
                 f"{render_error}"
             ) from render_error
         return step
+
+    def _preview(self, decision: Decision, player: str, command: str | None, result: StepResult) -> StepRecord:
+        return StepRecord(
+            episode_id=self.record.id,
+            idx=len(self.turns),
+            player=player,
+            observation=self.observation,
+            thought=decision.thought,
+            action_raw=decision.action,
+            action=command or "",
+            result=result.observation,
+            accepted=bool(result.info["accepted"]),
+            state=result.info["state"],
+        )
 
     def _render_or_error(
         self, command: str | None, result: StepResult

@@ -48,6 +48,7 @@ class LiveSession(QObject):
 
     opened = Signal(object)  # Opened (also after a fork: the new branch)
     stepRecorded = Signal(object)  # StepRecord
+    replied = Signal(object)  # a preview StepRecord: the story's answer, before the turn's clip is rendered
     clipReady = Signal(object)  # ClipFrames
     ended = Signal(object)  # EpisodeRecord
     error = Signal(str)
@@ -99,7 +100,10 @@ class LiveSession(QObject):
 
     def human_turn(self, line: str, player: str) -> None:
         """Play a typed line as ``player`` (``human:<name>``)."""
-        self.worker.submit(lambda: self._apply(Decision(action=line), player), None, self.error.emit)
+        # passthrough: a line that matches no listed action goes to the story, whose own parser answers it (the
+        # model-facing "answer with a thought and one action" note is for agents only).
+        job = lambda: self._apply(Decision(action=line), player, passthrough=True)  # noqa: E731
+        self.worker.submit(job, None, self.error.emit)
 
     def agent_turn(self, spec: str, options: dict[str, Any] | None = None) -> None:
         """Let the agent ``spec`` take one turn."""
@@ -190,12 +194,16 @@ class LiveSession(QObject):
     def _adopt(self, session: Any) -> None:
         self._session = session
         session.step_recorded.connect(self._emit_step)
+        session.replied.connect(self._emit_replied)
         session.ended.connect(self._emit_ended)
         session.clip_ready.connect(self._note_clip)
 
     # psygnal handlers, called on the worker thread; the Qt signals queue them to the GUI thread.
     def _emit_step(self, step: StepRecord) -> None:
         self.stepRecorded.emit(step)
+
+    def _emit_replied(self, preview: StepRecord) -> None:
+        self.replied.emit(preview)
 
     def _emit_ended(self, record: EpisodeRecord) -> None:
         if self._store is not None:
@@ -227,10 +235,10 @@ class LiveSession(QObject):
             raise ConflictBenchError("Choose a scenario and press Start first.")
         return self._session
 
-    def _apply(self, decision: Decision, player: str) -> StepRecord:
+    def _apply(self, decision: Decision, player: str, *, passthrough: bool = False) -> StepRecord:
         session = self._require_session()
         try:
-            return session.apply(decision, player=player)
+            return session.apply(decision, player=player, passthrough=passthrough)
         finally:
             self._flush_clip()
 
@@ -275,6 +283,7 @@ class LiveSession(QObject):
         if session is None:
             return
         session.step_recorded.disconnect(self._emit_step)
+        session.replied.disconnect(self._emit_replied)
         session.ended.disconnect(self._emit_ended)
         session.clip_ready.disconnect(self._note_clip)
         if not session.done:

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QMessageBox,
+    QScrollArea,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -44,6 +45,16 @@ CONTENT_NOTE = (
     "every turn you play is recorded in your local database and nowhere else.</p>"
 )
 MODES = ("Library", "Play", "Review", "Regret", "Results")
+
+
+def _scrollable(view: QWidget, parent: QWidget) -> QScrollArea:
+    """``view`` in a frameless scroll area: on a small screen the window still fits, the panes shrink to their
+    minimums and what is left scrolls instead of the window refusing to get smaller."""
+    area = QScrollArea(parent)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QScrollArea.Shape.NoFrame)
+    area.setWidget(view)
+    return area
 
 
 def content_note_marker() -> Path:
@@ -121,7 +132,7 @@ class MainWindow(QMainWindow):
             MODES,
             strict=True,
         ):
-            self.tabs.addTab(view, name)
+            self.tabs.addTab(_scrollable(view, self.tabs), name)
         self.setCentralWidget(self.tabs)
         for folder in self.settings.library_sources:
             if folder.is_dir():
@@ -212,10 +223,22 @@ class MainWindow(QMainWindow):
 
     def play(self, scenario: Scenario) -> None:
         self.play_view.set_scenario(scenario)
-        self.tabs.setCurrentWidget(self.play_view)
+        self.show_mode(self.play_view)
+
+    def view_at(self, index: int) -> QWidget:
+        """The mode's view at tab ``index`` (each sits in a scroll area, for screens smaller than its layout)."""
+        area = self.tabs.widget(index)
+        return area.widget() if isinstance(area, QScrollArea) else area
+
+    def show_mode(self, view: QWidget) -> None:
+        """Switch to the tab that holds ``view``."""
+        for i in range(self.tabs.count()):
+            if self.view_at(i) is view:
+                self.tabs.setCurrentIndex(i)
+                return
 
     def _on_tab(self, index: int) -> None:
-        view = self.tabs.widget(index)
+        view = self.view_at(index)
         if view in (self.review_view, self.regret_view, self.results_view):
             try:
                 view.refresh()  # type: ignore[attr-defined]

@@ -146,6 +146,7 @@ class PlayView(QWidget):
         self.renderer = "schematic"
         self.renderer_options: dict[str, Any] = {}
         self.max_turns: int | None = None  # None: the chosen setting's cap (settings.turn_cap)
+        self._shown: tuple[str, int] | None = None  # (episode, step index) the console already shows
         self._build()
         self._connect()
         self._refresh_controls()
@@ -274,6 +275,7 @@ class PlayView(QWidget):
         self.turn_list.turnChosen.connect(self.show_turn)
         self.live.opened.connect(self._on_opened)
         self.live.stepRecorded.connect(self._on_step)
+        self.live.replied.connect(self._on_reply)
         self.live.clipReady.connect(self._on_clip)
         self.live.renderProgress.connect(self.video.show_progress)
         self.live.ended.connect(self._on_ended)
@@ -295,6 +297,8 @@ class PlayView(QWidget):
         self.console.set_actions(scenario.action_commands)
         if not self.active:
             self.driver.pause()
+            self.error_label.setVisible(False)  # the last episode's ending and errors belong to that episode
+            self.console.show_status("")
             self.turn_list.set_steps([])
             self.video.show_message("Clips appear here as the world model renders each turn.")
             self.console.show_opening(
@@ -341,8 +345,10 @@ class PlayView(QWidget):
         self.console.show_opening(self.scenario.title, "", "Starting the story…")
         self.state_panel.reset(self.scenario)
         self.turn_list.set_steps([])
-        self.video.show_message("Rendering the opening scene…")
         setting = str(self.setting_box.currentData())
+        self.video.show_message(
+            "Rendering the opening scene…" if setting == "multimodal" else "Text only: no clips in this setting."
+        )
         options = SessionOptions(
             player=spec if spec != HUMAN else self.driver.human,
             setting=setting,
@@ -471,11 +477,22 @@ class PlayView(QWidget):
         self._refresh_controls()
         self.console.focus_line()  # after Start, Fork and Undo the keyboard is in the command line
 
+    def _on_reply(self, preview: StepRecord) -> None:
+        """The story answered: show its words now; the clip (and the recorded step) follow when rendered."""
+        if self.live.record is None or preview.episode_id != self.live.record.id:
+            return
+        self._shown = (preview.episode_id, preview.idx)
+        self.console.show_status("")
+        self.console.show_step(preview)
+        if preview.accepted and self.setting_box.currentData() == "multimodal":
+            self.console.show_status(f"Rendering the clip of turn {preview.idx + 1}…")
+
     def _on_step(self, step: StepRecord) -> None:
         if self.live.record is None or step.episode_id != self.live.record.id:
             return
         self.console.show_status("")
-        self.console.show_step(step)
+        if self._shown != (step.episode_id, step.idx):  # not shown yet by its preview
+            self.console.show_step(step)
         self.turn_list.add_step(step)
         self.state_panel.show_steps(self.live.steps, usage=self.live.usage)
         self._refresh_controls()

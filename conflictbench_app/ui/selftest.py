@@ -165,7 +165,7 @@ class _Session:
 
         self.window.tabs.setCurrentIndex(MODES.index(name))
         pump(0.1)
-        return self.window.tabs.currentWidget()
+        return self.window.view_at(self.window.tabs.currentIndex())
 
     # -- modes -------------------------------------------------------------------------------------------------
 

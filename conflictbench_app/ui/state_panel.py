@@ -105,7 +105,7 @@ class StatePanel(QWidget):
         self.show_state(
             last.state,
             state_changes(before, last.state),
-            turn=sum(s.accepted for s in steps),
+            turn=last.idx + 1,  # the transcript's numbering: every turn taken counts, failed ones too
             failed=sum(not s.accepted for s in steps),
             usage=total,
         )

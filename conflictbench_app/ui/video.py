@@ -92,7 +92,7 @@ class _Screen(QLabel):
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.setMinimumSize(320, 185)
+        self.setMinimumSize(240, 120)  # small enough for 1280x720; it grows with the window
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setStyleSheet("background: #0f1419; border-radius: 8px; color: #9aa5b1;")
         self._image: QImage | None = None

@@ -153,3 +153,20 @@ def test_the_view_menu_and_alt_keys_reach_every_mode(qtbot, db_path: Path) -> No
     keys = dict(window.shortcuts())
     assert keys["Alt+3"] == "Review" and "Tab" in keys and keys["Ctrl+Q"] == "Quit"
     window.close()
+
+
+def test_a_humans_failed_action_gets_the_storys_words_and_one_numbering(qtbot, view: PlayView, paper_library) -> None:  # type: ignore[no-untyped-def]
+    view.set_scenario(paper_library.get("EP1-001"))
+    view.setting_box.setCurrentIndex(view.setting_box.findData("text"))
+    view.player_box.setCurrentIndex(0)
+    with qtbot.waitSignal(view.live.opened, timeout=20_000):
+        view.start()
+    assert "no clips" in view.video.screen.text()
+    with qtbot.waitSignal(view.live.replied, timeout=10_000) as replied:
+        view.play_line("dance a jig")
+    qtbot.waitUntil(lambda: len(view.live.steps) == 1, timeout=10_000)
+    step = view.live.steps[0]
+    assert replied.args[0].result == step.result and "Answer with a thought" not in step.result
+    assert not step.accepted and step.result.strip()
+    assert view.console.plain_text().count("TURN 1") == 1  # shown once, at the reply
+    assert view.state_panel.turn.value.text() == "1"  # the transcript's number, failed turns included
