@@ -177,7 +177,9 @@ class PlaySession:
             ) from render_error
         return step
 
-    def _preview(self, decision: Decision, player: str, command: str | None, result: StepResult) -> StepRecord:
+    def _preview(
+        self, decision: Decision, player: str, command: str | None, result: StepResult
+    ) -> StepRecord:
         return StepRecord(
             episode_id=self.record.id,
             idx=len(self.turns),

@@ -6,6 +6,7 @@ import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from PySide6.QtCore import QByteArray, QSettings, QSize
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -110,9 +111,11 @@ class MainWindow(QMainWindow):
         self._shut = False
         self.setWindowTitle(f"ConflictBench Studio {__version__}")
         self.resize(1360, 860)
+        self.setMinimumSize(800, 540)  # smaller than that, the modes scroll
         self.loader = SerialWorker(self, "library-loader")
         self._build()
         self._menus()
+        self._restore_layout()
         self.load_library(source)
 
     def _build(self) -> None:
@@ -193,6 +196,9 @@ class MainWindow(QMainWindow):
 
     def _on_library(self, library: Library) -> None:
         self.scenarios.update({s.id: s for s in library.scenarios})
+        last = str(self.layout_store().value("last_scenario", "") or "")
+        if last in self.scenarios and self.play_view.scenario is None:
+            self.play_view.set_scenario(self.scenarios[last])  # where the last session left off
         self.library_view.set_library(library)
         self.results_view.batch.library = library
         self.statusBar().showMessage(
@@ -330,11 +336,52 @@ class MainWindow(QMainWindow):
         self.shutdown()
         super().closeEvent(event)
 
+    # -- layout ------------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def layout_store() -> QSettings:
+        """Where the window keeps its layout and the last scenario (beside the settings file)."""
+        return QSettings(str(user_config_dir() / "window.ini"), QSettings.Format.IniFormat)
+
+    def _restore_layout(self) -> None:
+        saved = self.layout_store()
+        geometry = saved.value("geometry")
+        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
+            self.restoreGeometry(geometry)
+        size = saved.value("size")
+        if isinstance(size, QSize) and size.isValid():
+            self.resize(
+                size
+            )  # restoreGeometry clamps to the current screen; the user's size wins where it fits
+        for key, splitter in (
+            ("play_split", self.play_view.split),
+            ("play_right", self.play_view.right_split),
+        ):
+            state = saved.value(key)
+            if isinstance(state, QByteArray):
+                splitter.restoreState(state)
+        mode = saved.value("mode")
+        if mode is not None and str(mode).isdigit() and int(str(mode)) < self.tabs.count():
+            self.tabs.setCurrentIndex(int(str(mode)))
+
+    def save_layout(self) -> None:
+        """Remember the window's size and place, the Play panes, the mode and the scenario for the next start."""
+        saved = self.layout_store()
+        saved.setValue("geometry", self.saveGeometry())
+        saved.setValue("size", self.size())
+        saved.setValue("play_split", self.play_view.split.saveState())
+        saved.setValue("play_right", self.play_view.right_split.saveState())
+        saved.setValue("mode", self.tabs.currentIndex())
+        if self.play_view.scenario is not None:
+            saved.setValue("last_scenario", self.play_view.scenario.id)
+        saved.sync()
+
     def shutdown(self) -> None:
         """Stop every timer and thread this window owns (recorded episodes stay as they are)."""
         if self._shut:
             return
         self._shut = True
+        self.save_layout()
         self.loader.stop()
         self.library_view.shutdown()
         self.play_view.shutdown()

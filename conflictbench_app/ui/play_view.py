@@ -177,6 +177,8 @@ class PlayView(QWidget):
         split.addWidget(self.console)
         split.addWidget(right)
         split.setSizes([560, 640])
+        split.setChildrenCollapsible(False)
+        self.split, self.right_split = split, right  # the window remembers their sizes
         layout.addWidget(split, 1)
 
     def _header(self) -> QFrame:
@@ -347,7 +349,9 @@ class PlayView(QWidget):
         self.turn_list.set_steps([])
         setting = str(self.setting_box.currentData())
         self.video.show_message(
-            "Rendering the opening scene…" if setting == "multimodal" else "Text only: no clips in this setting."
+            "Rendering the opening scene…"
+            if setting == "multimodal"
+            else "Text only: no clips in this setting."
         )
         options = SessionOptions(
             player=spec if spec != HUMAN else self.driver.human,

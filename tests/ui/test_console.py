@@ -155,7 +155,9 @@ def test_the_view_menu_and_alt_keys_reach_every_mode(qtbot, db_path: Path) -> No
     window.close()
 
 
-def test_a_humans_failed_action_gets_the_storys_words_and_one_numbering(qtbot, view: PlayView, paper_library) -> None:  # type: ignore[no-untyped-def]
+def test_a_humans_failed_action_gets_the_storys_words_and_one_numbering(
+    qtbot, view: PlayView, paper_library
+) -> None:  # type: ignore[no-untyped-def]
     view.set_scenario(paper_library.get("EP1-001"))
     view.setting_box.setCurrentIndex(view.setting_box.findData("text"))
     view.player_box.setCurrentIndex(0)
@@ -170,3 +172,37 @@ def test_a_humans_failed_action_gets_the_storys_words_and_one_numbering(qtbot, v
     assert not step.accepted and step.result.strip()
     assert view.console.plain_text().count("TURN 1") == 1  # shown once, at the reply
     assert view.state_panel.turn.value.text() == "1"  # the transcript's number, failed turns included
+
+
+def test_the_window_fits_1280x720_and_remembers_its_layout(qtbot, db_path: Path, paper_source: Path) -> None:  # type: ignore[no-untyped-def]
+    from conflictbench_app.ui.main_window import MODES, MainWindow
+
+    window = MainWindow(db_path, paper_source)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.library_view.library is not None, timeout=30_000)
+    assert window.minimumSize().width() <= 1280 and window.minimumSize().height() <= 680
+    window.resize(1280, 720)
+    qtbot.waitUntil(lambda: window.size().toTuple() == (1280, 720), timeout=5_000)
+    for i, name in enumerate(MODES):
+        window.tabs.setCurrentIndex(i)
+        area, view = window.tabs.widget(i), window.view_at(i)
+        # Every mode fits without scrolling at 1280x720.
+        assert view.minimumSizeHint().height() <= area.viewport().height(), name
+        assert view.minimumSizeHint().width() <= area.viewport().width(), name
+    play = window.play_view
+    window.play(window.scenarios["EP1-002"])
+    qtbot.wait(50)
+    assert play.console.transcript.height() >= 300 and play.video.screen.height() >= 120
+    play.split.setSizes([700, 580])
+    sizes = play.split.sizes()
+    window.close()
+    again = MainWindow(db_path, paper_source)
+    qtbot.addWidget(again)
+    again.show()
+    qtbot.waitUntil(lambda: again.play_view.scenario is not None, timeout=30_000)
+    assert again.play_view.scenario.id == "EP1-002"
+    assert again.size().toTuple() == (1280, 720)
+    assert again.play_view.split.sizes() == sizes
+    assert again.tabs.currentIndex() == MODES.index("Play")
+    again.close()
