@@ -37,9 +37,15 @@ def default_scenarios_dir() -> Path:
     return Path(__file__).resolve().parent / "resources" / "scenarios"
 
 
+def user_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "conflictbench"
+
+
 def default_cache_dir() -> Path:
-    root = project_root()
-    return root / "cache" if root is not None else user_data_dir() / "cache"
+    """Rendered clips and other regenerable files: the user's cache folder (``$XDG_CACHE_HOME/conflictbench``), never
+    the data folder (which holds what cannot be regenerated) nor the checkout. ``CONFLICTBENCH_CACHE_DIR`` moves it."""
+    return user_cache_dir()
 
 
 class ProviderProfile(BaseModel):

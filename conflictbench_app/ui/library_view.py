@@ -94,9 +94,11 @@ class LibraryView(QWidget):
         layout.setContentsMargins(12, 10, 12, 10)
         bar = QHBoxLayout()
         self.search = QLineEdit(self)
+        self.search.setToolTip("Search the scenarios by id, title or text")
         self.search.setPlaceholderText("Search title, id, identity or place…")
         self.search.setClearButtonEnabled(True)
         self.category = QComboBox(self)
+        self.category.setToolTip("Show one category only (EP1, EP2, EP3)")
         self.category.addItem("All categories", "all")
         for cat, name in (
             ("EP1", "EP1 · Self-preservation"),
@@ -105,9 +107,15 @@ class LibraryView(QWidget):
         ):
             self.category.addItem(name, cat)
         self.source = QComboBox(self)
+        self.source.setToolTip(
+            "Where the scenarios come from: the project's own, or an imported paper folder"
+        )
         self.source.addItem("Our scenarios", None)
         self.source.setMinimumWidth(220)
         self.source_button = QPushButton("Import paper folder…", self)
+        self.source_button.setToolTip(
+            "Load the paper's original games from a folder (remembered for the next start)"
+        )
         bar.addWidget(self.search, 1)
         bar.addWidget(self.category)
         bar.addWidget(self.source)
@@ -148,6 +156,7 @@ class LibraryView(QWidget):
         self.preview_title.setObjectName("Title")
         self.preview_title.setWordWrap(True)
         self.play_button = QPushButton("Play this scenario  →", card)
+        self.play_button.setToolTip("Open this scenario in Play, ready to start")
         self.play_button.setObjectName("Primary")
         self.play_button.setEnabled(False)
         self.play_button.clicked.connect(self._play)

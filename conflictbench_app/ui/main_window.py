@@ -388,3 +388,31 @@ class MainWindow(QMainWindow):
         self.review_view.shutdown()
         self.regret_view.shutdown()
         self.results_view.shutdown()
+
+
+def controls_without_tooltips(root: QWidget) -> list[str]:
+    """The buttons, pickers, fields and sliders under ``root`` that have no tooltip, as ``Class 'text' in Parent``
+    (the line edits inside combo and spin boxes belong to their box; text-less tool buttons are Qt's own)."""
+    from PySide6.QtWidgets import (
+        QAbstractButton,
+        QAbstractSpinBox,
+        QComboBox,
+        QLineEdit,
+        QSlider,
+        QToolButton,
+    )
+
+    missing = []
+    for kind in (QAbstractButton, QComboBox, QLineEdit, QSlider, QAbstractSpinBox):
+        for control in root.findChildren(kind):
+            parent = control.parent()
+            text = control.text() if hasattr(control, "text") else ""
+            qt_own = (
+                isinstance(control, QToolButton) or type(control) is QAbstractButton
+            )  # scroll arrows, corners
+            if control.toolTip() or (qt_own and not text):
+                continue
+            if isinstance(control, QLineEdit) and isinstance(parent, (QComboBox, QAbstractSpinBox)):
+                continue
+            missing.append(f"{type(control).__name__} {text!r} in {type(parent).__name__}")
+    return missing

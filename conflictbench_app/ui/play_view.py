@@ -206,10 +206,16 @@ class PlayView(QWidget):
         )
         row.addWidget(self.player_box)
         self.setting_box = QComboBox(card)
+        self.setting_box.setToolTip(
+            "Text only, or multimodal (a clip of each turn is rendered and, for a model, shown to it)"
+        )
         self.setting_box.addItem("Multimodal (clips)", "multimodal")
         self.setting_box.addItem("Text only", "text")
         row.addWidget(self.setting_box)
         self.start_button = QPushButton("Start episode", card)
+        self.start_button.setToolTip(
+            "Start a new recorded episode with the chosen player (asks first if one is in progress)"
+        )
         self.start_button.setObjectName("Primary")
         row.addWidget(self.start_button)
         return card
@@ -224,9 +230,13 @@ class PlayView(QWidget):
         row.addWidget(self.driver_label)
         row.addStretch(1)
         self.run_button = QPushButton("▶ Run", bar)
+        self.run_button.setToolTip("Let the model play on by itself")
         self.pause_button = QPushButton("❚❚ Pause", bar)
+        self.pause_button.setToolTip("Pause the model after the turn in flight")
         self.step_button = QPushButton("Step", bar)
+        self.step_button.setToolTip("Let the model play one turn")
         self.stop_button = QPushButton("■ Stop", bar)
+        self.stop_button.setToolTip("End the episode here: it is marked abandoned and no score counts it")
         for button in (self.run_button, self.pause_button, self.step_button, self.stop_button):
             row.addWidget(button)
         row.addWidget(QLabel("Speed", bar))
@@ -237,8 +247,14 @@ class PlayView(QWidget):
         self.speed.setToolTip("How long to wait between the model's turns")
         row.addWidget(self.speed)
         self.take_over_button = QPushButton("Take over", bar)
+        self.take_over_button.setToolTip(
+            "Play the next turn yourself; the episode becomes assisted and leaves the model's scores"
+        )
         self.take_over_button.setObjectName("Warn")
         self.hand_over_button = QPushButton("Hand to model", bar)
+        self.hand_over_button.setToolTip(
+            "Let the chosen model play the next turns (the episode is then assisted)"
+        )
         row.addWidget(self.take_over_button)
         row.addWidget(self.hand_over_button)
         return bar
@@ -256,6 +272,9 @@ class PlayView(QWidget):
         self.fork_hint.setObjectName("Subtitle")
         self.fork_hint.setWordWrap(True)
         self.fork_button = QPushButton("Fork before this turn", page)
+        self.fork_button.setToolTip(
+            "Branch a new episode that keeps the turns before the selected one (a branch is assisted)"
+        )
         row.addWidget(self.fork_hint, 1)
         row.addWidget(self.fork_button)
         layout.addLayout(row)

@@ -90,6 +90,7 @@ class RegretView(QWidget):
         intro.setObjectName("Subtitle")
         intro.setWordWrap(True)
         self.refresh_button = QPushButton("Refresh", self)
+        self.refresh_button.setToolTip("Read the regret tests from the database again")
         self.refresh_button.clicked.connect(self.refresh)
         bar.addWidget(intro, 1)
         bar.addWidget(self.refresh_button)
@@ -121,8 +122,8 @@ class RegretView(QWidget):
             item.setForeground(_color(test.result))
             self.list.addItem(item)
         self.empty.setText(
-            "No regret tests in this database yet. Run one with `conflictbench regret --run RUN_ID` after a run "
-            "in which agents reached the human-favorable ending."
+            "No regret tests in this database yet. Run one with `conflictbench regret RUN_ID --agent PROFILE:MODEL` "
+            "after a run in which the model reached the human-favorable ending (`conflictbench runs` lists the runs)."
         )
         self.empty.setVisible(not self.tests)
         if self.tests:

@@ -162,19 +162,28 @@ class BatchPanel(QFrame):
         layout.addWidget(title)
         row = QHBoxLayout()
         self.agent = QComboBox(self)
+        self.agent.setToolTip(
+            "The agent that plays every selected scenario (a scripted agent or PROFILE:MODEL)"
+        )
         self.agent.setEditable(True)
         self.refresh_agents()
         self.setting = QComboBox(self)
+        self.setting.setToolTip(
+            "Text only, or multimodal (a clip of each turn is rendered and shown to the agent)"
+        )
         self.setting.addItem("Text", "text")
         self.setting.addItem("Multimodal", "multimodal")
         self.scenarios = QLineEdit("all", self)
+        self.scenarios.setToolTip("Which scenarios: all, EP1, EP2, EP3, or ID,ID,...")
         self.scenarios.setToolTip("all, a category (EP1), or comma-separated scenario ids")
         self.max_turns = QSpinBox(self)
+        self.max_turns.setToolTip("The most turns an episode may take before it ends without an ending")
         self.max_turns.setRange(1, 50)
         self.max_turns.setToolTip("The run-level turn cap (the paper: 14 text-only, 10 multimodal)")
         self.setting.currentIndexChanged.connect(self._default_turn_cap)
         self._default_turn_cap()
         self.concurrency = QSpinBox(self)
+        self.concurrency.setToolTip("How many episodes play at the same time")
         self.concurrency.setRange(1, 16)
         self.concurrency.setValue(2)
         for text, widget in (
@@ -187,8 +196,14 @@ class BatchPanel(QFrame):
             row.addWidget(QLabel(text, self))
             row.addWidget(widget, 1 if widget in (self.agent, self.scenarios) else 0)
         self.start_button = QPushButton("Start run", self)
+        self.start_button.setToolTip(
+            "Start the batch run in the background; every step is recorded as it happens"
+        )
         self.start_button.setObjectName("Primary")
         self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.setToolTip(
+            "Stop after the turns in flight; the run can be resumed later (conflictbench run --resume)"
+        )
         self.cancel_button.setEnabled(False)
         row.addWidget(self.start_button)
         row.addWidget(self.cancel_button)

@@ -125,6 +125,7 @@ class LabelBar(QFrame):
             (("aligned", "Aligned"), ("misaligned", "Misaligned"), ("unsure", "Unsure")), start=1
         ):
             button = QPushButton(f"{text}  (Ctrl+{i})", self)
+            button.setToolTip(f"Label the episode {text.lower()} (Ctrl+{i}); saved with Save label")
             button.setCheckable(True)
             button.setProperty("label", value)
             button.setStyleSheet(
@@ -135,9 +136,13 @@ class LabelBar(QFrame):
             row.addWidget(button)
             QShortcut(QKeySequence(f"Ctrl+{i}"), parent, activated=button.click)
         self.note = QLineEdit(self)
+        self.note.setToolTip("A note stored with your label (why you judged it so)")
         self.note.setPlaceholderText("Note (why?)")
         row.addWidget(self.note, 1)
         self.save_button = QPushButton("Save label  (Ctrl+S)", self)
+        self.save_button.setToolTip(
+            "Append your label with your name and the time (it never overwrites a judge's verdict)"
+        )
         self.save_button.setObjectName("Primary")
         QShortcut(QKeySequence("Ctrl+S"), parent, activated=self.save_button.click)
         row.addWidget(self.save_button)
@@ -146,6 +151,7 @@ class LabelBar(QFrame):
         self.queue_label = QLabel("", self)
         self.queue_label.setObjectName("Subtitle")
         self.next_button = QPushButton("Next unlabeled ▶  (Ctrl+N)", self)
+        self.next_button.setToolTip("Go to the next episode you have not labeled yet")
         QShortcut(QKeySequence("Ctrl+N"), parent, activated=self.next_button.click)
         info.addWidget(self.queue_label)
         info.addStretch(1)
@@ -194,11 +200,17 @@ class ReviewView(QWidget):
         layout.setContentsMargins(12, 10, 12, 10)
         bar = QHBoxLayout()
         self.left_box = QComboBox(self)
+        self.left_box.setToolTip("The episode shown on the left (A)")
         self.right_box = QComboBox(self)
+        self.right_box.setToolTip("An episode to compare on the right (B); leave empty to review one episode")
         for box in (self.left_box, self.right_box):
             box.setMinimumWidth(330)
         self.fork_button = QPushButton("Compare with its fork parent", self)
+        self.fork_button.setToolTip(
+            "Show this branch beside the episode it was forked from, diverging turns marked"
+        )
         self.refresh_button = QPushButton("Refresh", self)
+        self.refresh_button.setToolTip("Read the episodes from the database again")
         bar.addWidget(QLabel("A", self))
         bar.addWidget(self.left_box, 1)
         bar.addWidget(QLabel("B", self))

@@ -130,3 +130,12 @@ def test_turn_caps_come_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> No
     get_settings.cache_clear()
     assert RunConfig(agent="random:1", setting="multimodal").turn_cap() == 7
     assert RunConfig(agent="random:1", setting="multimodal", max_turns=3).turn_cap() == 3  # --max-turns wins
+
+
+def test_the_clip_cache_lives_in_the_users_cache_folder(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from conflictbench_app.settings import default_cache_dir, project_root
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    assert default_cache_dir() == tmp_path / "xdg-cache" / "conflictbench"
+    root = project_root()
+    assert root is None or root not in default_cache_dir().parents  # never in the checkout

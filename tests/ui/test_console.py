@@ -206,3 +206,13 @@ def test_the_window_fits_1280x720_and_remembers_its_layout(qtbot, db_path: Path,
     assert again.play_view.split.sizes() == sizes
     assert again.tabs.currentIndex() == MODES.index("Play")
     again.close()
+
+
+def test_every_control_has_a_tooltip(qtbot, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from conflictbench_app.ui.main_window import MainWindow, controls_without_tooltips
+
+    window = MainWindow(db_path)
+    qtbot.addWidget(window)
+    window.show()
+    assert controls_without_tooltips(window) == []
+    window.close()
