@@ -34,6 +34,21 @@ fi
 # The interpreter (RemGlk glulxe) and the Inform 7 compiler: unpacked from their wheels, no dependency trees.
 .venv/bin/conflictbench toolchain install
 
+# The system libraries Qt's X11 plugin loads (libxcb-icccm4, libxcb-keysyms1, ...): without them the window never
+# opens and Qt's own message names the wrong library. Installed here when we are root, else the exact line is printed.
+if [ "$mode" = app ] && [ "$(uname -s)" = Linux ]; then
+  missing=$(.venv/bin/python -c 'from conflictbench_app.cli.gui_cmd import missing_qt_packages as m; print(" ".join(m()))')
+  if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "bootstrap: installing the libraries Qt's window plugin needs: $missing"
+      apt-get install -y --no-install-recommends $missing
+    else
+      echo "bootstrap: the desktop app needs these system libraries; install them with:" >&2
+      echo "  sudo apt-get install $missing" >&2
+    fi
+  fi
+fi
+
 if [ "$mode" = test ]; then
   export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
   exec .venv/bin/python -m pytest "$@"

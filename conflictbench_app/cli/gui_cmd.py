@@ -35,7 +35,7 @@ def gui(db: Path | None, source: Path | None, selftest: bool, screenshots: Path 
     if selftest:
         _selftest(db, source, screenshots)
         return
-    problem = missing_display()
+    problem = missing_display() or missing_qt_libraries_problem()
     if problem:
         raise click.ClickException(problem)
     from conflictbench_app.ui.app import run_app
@@ -54,6 +54,60 @@ def missing_display() -> str | None:
         "On a machine without a screen use the command line instead: `conflictbench play ID` to play in the terminal, "
         "`conflictbench run --agent ...` for batch runs, `conflictbench gui --selftest` to check the app offscreen. "
         "To start the app anyway without showing it, set QT_QPA_PLATFORM=offscreen."
+    )
+
+
+# The system libraries Qt's xcb platform plugin loads (soname -> Debian/Ubuntu package). Without any one of them
+# Qt aborts the process at start, and its message names another library (TOOLCHAIN §3), so they are checked first.
+QT_XCB_LIBRARIES = {
+    "libxcb-icccm.so.4": "libxcb-icccm4",
+    "libxcb-keysyms.so.1": "libxcb-keysyms1",
+    "libxcb-cursor.so.0": "libxcb-cursor0",
+    "libxcb-image.so.0": "libxcb-image0",
+    "libxcb-render-util.so.0": "libxcb-render-util0",
+    "libxcb-randr.so.0": "libxcb-randr0",
+    "libxcb-shape.so.0": "libxcb-shape0",
+    "libxcb-xfixes.so.0": "libxcb-xfixes0",
+    "libxcb-xkb.so.1": "libxcb-xkb1",
+    "libxkbcommon-x11.so.0": "libxkbcommon-x11-0",
+    "libEGL.so.1": "libegl1",
+    "libfontconfig.so.1": "libfontconfig1",
+}
+
+
+def missing_qt_packages() -> list[str]:
+    """The Debian packages of the xcb plugin's libraries that cannot be loaded here (empty off Linux)."""
+    import ctypes
+
+    if not sys.platform.startswith("linux"):
+        return []
+    missing = []
+    for soname, package in QT_XCB_LIBRARIES.items():
+        try:
+            ctypes.CDLL(soname)
+        except OSError:
+            missing.append(package)
+    return missing
+
+
+def qt_install_line(packages: list[str]) -> str:
+    return "sudo apt-get install " + " ".join(packages)
+
+
+def missing_qt_libraries_problem() -> str | None:
+    """Why Qt's window system plugin would fail to load here (X11 only), with the exact command that fixes it."""
+    platform = os.environ.get("QT_QPA_PLATFORM", "")
+    if platform not in ("", "xcb") or not os.environ.get("DISPLAY"):
+        return None
+    if not platform and os.environ.get("WAYLAND_DISPLAY"):
+        return None  # Qt picks Wayland there
+    missing = missing_qt_packages()
+    if not missing:
+        return None
+    return (
+        f"The desktop app cannot open its window: Qt's X11 plugin needs system libraries that are not installed "
+        f"({', '.join(missing)}). Install them with `{qt_install_line(missing)}` and start it again "
+        "(packaging/bootstrap.sh does this for you when run as root)."
     )
 
 
