@@ -287,6 +287,7 @@ class ReviewView(QWidget):
         for pane, (episode, steps) in zip((self.left, self.right), loaded, strict=True):
             agent = self.agents.get(episode.run_id, "") if episode else ""
             pane.load(episode, steps, agent, self.lookup(episode.scenario_id) if episode else None)
+        self.right.setVisible(self.right.episode is not None)  # no B episode chosen: A gets the room
         self.pairs = align(self.left.steps, self.right.steps) if self.right.episode else []
         self._fill_ruler()
         self._show_label_target()

@@ -122,6 +122,7 @@ class _Session:
             self.regret(scenario, model)
             self.results()
             self.settings()
+            self.small_screen()
         finally:
             self.end_episode()
             self.window.close()
@@ -334,6 +335,18 @@ class _Session:
         view.report.verticalScrollBar().setValue(0)
         self.report.ok(f"report: {len(view.report.tables)} tables, {len(view.report.figures)} figures")
         self.shot("08-report")
+
+    def small_screen(self) -> None:
+        """Play at 1280x720 (a laptop screen): every mode must fit without scrolling."""
+        self.window.resize(1280, 720)
+        pump(0.2)
+        for i in range(self.window.tabs.count()):
+            area, view = self.window.tabs.widget(i), self.window.view_at(i)
+            if view.minimumSizeHint().height() > area.viewport().height():
+                raise SelftestError(f"The {self.window.tabs.tabText(i)} mode does not fit a 1280x720 window.")
+        self.mode("Play")
+        self.report.ok("small screen: every mode fits 1280x720")
+        self.shot("10-play-1280x720")
 
     def settings(self) -> None:
         from conflictbench_app.ui.settings_dialog import SettingsDialog
