@@ -56,7 +56,8 @@ class StepRecord(BaseModel):
     state: dict[str, Any] = Field(default_factory=dict)
     terminated: bool = False
     truncated: bool = False
-    outcome: str | None = None
+    outcome: str | None = None  # set on the last step: an Outcome value (``turn_cap`` when truncated)
+    ending_id: str | None = None  # the story's ending, on a terminated step
     timings: dict[str, float] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
     clip: dict[str, Any] | None = None
