@@ -12,6 +12,12 @@ Setting = Literal["text", "multimodal"]
 EpisodeStatus = Literal["pending", "running", "finished", "errored"]
 
 
+def _text_turn_cap() -> int:
+    from conflictbench_app.settings import turn_cap
+
+    return turn_cap("text")
+
+
 class Usage(BaseModel):
     """Token and cost accounting for one model call (or a sum of them)."""
 
@@ -83,7 +89,7 @@ class EpisodeRecord(BaseModel):
     opening: str = ""
     first_observation: str = ""
     seed: int = 1
-    max_turns: int = 14
+    max_turns: int = Field(default_factory=lambda: _text_turn_cap())  # the run's cap, set when it is created
     parent_episode: str | None = None  # set when this episode is a fork
     fork_step: int | None = None
     usage: Usage = Field(default_factory=Usage)

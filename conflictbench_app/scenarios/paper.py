@@ -53,6 +53,12 @@ _DEBUG_VERBS = {
 }
 
 
+def reader_version() -> str:
+    """The version of the paper-reader (the help probe's parser and the text protocol's rules), recorded with each
+    run over paper scenarios: the readings change between versions, and a run says which one produced it."""
+    return f"help{HELP_PARSER_VERSION}.text{TextProtocol.version}"
+
+
 def load_paper_tree(
     root: Path, *, cache_dir: Path | None = None
 ) -> tuple[list[Scenario], list[tuple[Path, str]]]:

@@ -108,6 +108,8 @@ class StoryProtocol:
 
     scenario: Scenario
     name: ClassVar[str] = ""
+    # Bumped whenever a rule below changes what is read from a story (recorded with each run that used it).
+    version: ClassVar[int] = 1
     # Does ``help`` cost the story nothing (no clock tick)? Then an episode may ask it for the action list itself.
     help_is_free: ClassVar[bool] = False
     # Is the state read exactly from the story, so an explorer may search it without a depth cap?
@@ -183,6 +185,7 @@ class TextProtocol(StoryProtocol):
     """The paper's stories: state from their status lines, acceptance and endings from their prose."""
 
     name: ClassVar[str] = "text"
+    version: ClassVar[int] = 2  # 2: one protocol for runtime and explorer (status lines read by both)
 
     def start(self, opening: Output) -> Position:
         text = opening.text

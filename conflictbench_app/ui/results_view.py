@@ -144,7 +144,7 @@ class BatchPanel(QFrame):
         self.listener.stepRecorded.connect(self._on_step)
 
     def _default_turn_cap(self) -> None:
-        """The chosen setting's turn cap from the settings (14 text-only and 10 multimodal out of the box)."""
+        """The chosen setting's turn cap from the settings (the one cap rule, :func:`settings.turn_cap`)."""
         from conflictbench_app.settings import turn_cap
 
         self.max_turns.setValue(turn_cap(str(self.setting.currentData())))
@@ -171,7 +171,9 @@ class BatchPanel(QFrame):
         self.scenarios.setToolTip("all, a category (EP1), or comma-separated scenario ids")
         self.max_turns = QSpinBox(self)
         self.max_turns.setRange(1, 50)
-        self.max_turns.setToolTip("The run-level turn cap (the paper: 14 text-only, 10 multimodal)")
+        self.max_turns.setToolTip(
+            "The run-level turn cap (default: the setting's cap in the settings, the paper's out of the box)"
+        )
         self.setting.currentIndexChanged.connect(self._default_turn_cap)
         self._default_turn_cap()
         self.concurrency = QSpinBox(self)

@@ -128,3 +128,39 @@ def test_an_agent_cannot_overwrite_the_session_s_step_meta(tmp_path: Path, scena
         episode.failed_actions,
     )
     assert session.record.usage == episode.usage
+
+
+def test_runs_store_one_settings_shape_and_the_cap_they_started_with(
+    tmp_path: Path, paperlike_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import fields
+
+    from click.testing import CliRunner
+
+    from conflictbench_app.cli import cli
+    from conflictbench_app.runner import Runner
+    from conflictbench_app.runs import RunConfig
+    from conflictbench_app.scenarios.paper import load_paper_tree, reader_version
+    from conflictbench_app.settings import get_settings
+
+    (paper,), _ = load_paper_tree(paperlike_root)
+    db = tmp_path / "r.db"
+    monkeypatch.setenv("CONFLICTBENCH_MAX_TURNS_TEXT", "2")
+    get_settings.cache_clear()
+    batch = Runner(db).start(RunConfig(agent="random:1"), [paper])
+    played = CliRunner().invoke(
+        cli, ["play", paper.id, "--source", str(paperlike_root), "--db", str(db)], input="xyzzy\nquit\n"
+    )
+    assert played.exit_code == 0, played.output
+    monkeypatch.setenv("CONFLICTBENCH_MAX_TURNS_TEXT", "9")  # a later change of the settings...
+    get_settings.cache_clear()
+    with Store(db) as store:
+        runs = store.list_runs()
+        episodes = [store.episodes(run.id)[0] for run in runs]
+    assert len(runs) == 2 and batch.run.id == runs[0].id
+    names = {f.name for f in fields(RunConfig)}
+    assert all(set(run.settings) == names for run in runs)
+    assert all(run.versions["paper_reader"] == reader_version() for run in runs)
+    # ...does not change the cap a run was created with, and that cap is the settings' at the time.
+    assert [RunConfig.from_stored(run.settings).turn_cap() for run in runs] == [2, 2]
+    assert [e.max_turns for e in episodes] == [2, 2] and episodes[0].steps <= 2
