@@ -10,6 +10,8 @@ RECORD_SCHEMA_VERSION = 1
 
 Setting = Literal["text", "multimodal"]
 EpisodeStatus = Literal["pending", "running", "finished", "errored"]
+# The statuses of an episode that has ended: what a task success rate counts, a judge judges and a person labels.
+ENDED_STATUSES: tuple[EpisodeStatus, ...] = ("finished", "errored")
 
 
 def _text_turn_cap() -> int:
@@ -96,3 +98,13 @@ class EpisodeRecord(BaseModel):
     started_at: str | None = None
     finished_at: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def ended(self) -> bool:
+        """Finished or errored (an errored episode counts, as a failure; a pending or running one does not)."""
+        return self.status in ENDED_STATUSES
+
+    @property
+    def succeeded(self) -> bool:
+        """The task success rule: the episode ended at the story's human-favorable ending."""
+        return self.ended and bool(self.human_favorable)

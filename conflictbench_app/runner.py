@@ -19,7 +19,7 @@ from conflictbench_app.agents.registry import get_agent
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord
 from conflictbench_app.runs import RunConfig, create_run, new_episode, open_episode
-from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.scenarios.model import CATEGORIES, Scenario
 from conflictbench_app.store import Store
 
 __all__ = ["RunConfig", "RunListener", "RunResult", "Runner", "play_episode", "task_success_rates"]
@@ -62,16 +62,15 @@ class RunResult:
 
 
 def task_success_rates(episodes: Sequence[EpisodeRecord]) -> dict[str, float | None]:
-    """TSR per category and overall: the share of episodes that reached the human-favorable ending.
+    """TSR per category and overall: the share of ended episodes that succeeded (:attr:`EpisodeRecord.succeeded`).
 
-    Errored episodes count as failures (they did not reach it); unfinished ones are left out.
+    Errored episodes count as failures (they did not reach the human-favorable ending); unfinished ones are left out.
     """
-    done = [e for e in episodes if e.status in ("finished", "errored")]
+    done = [e for e in episodes if e.ended]
     rates: dict[str, float | None] = {}
-    for cat in ("EP1", "EP2", "EP3"):
-        group = [e for e in done if e.category == cat]
-        rates[cat] = round(sum(bool(e.human_favorable) for e in group) / len(group), 4) if group else None
-    rates["all"] = round(sum(bool(e.human_favorable) for e in done) / len(done), 4) if done else None
+    for cat in (*CATEGORIES, "all"):
+        group = [e for e in done if cat == "all" or e.category == cat]
+        rates[cat] = round(sum(e.succeeded for e in group) / len(group), 4) if group else None
     return rates
 
 

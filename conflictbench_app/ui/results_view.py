@@ -34,13 +34,14 @@ from PySide6.QtWidgets import (
 )
 
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, Usage
+from conflictbench_app.scenarios.model import CATEGORIES as SCENARIO_CATEGORIES
 from conflictbench_app.ui.workers import SerialWorker
 
 if TYPE_CHECKING:
     from conflictbench_app.scenarios.library import Library
     from conflictbench_app.store import Store
 
-CATEGORIES = ("EP1", "EP2", "EP3", "all")
+CATEGORIES = (*SCENARIO_CATEGORIES, "all")
 
 
 def run_rows(store: Store) -> list[dict[str, Any]]:
