@@ -222,13 +222,11 @@ def clip_maker(
     """Stage clips for the multimodal setting: each stage is one more turn of the episode's visual chain, so its
     clip is rendered on from the previous clip's last frame. Returns the clip's summary and its 1-fps frames."""
     from conflictbench_app.worldmodel import TurnVisual, sample_frames
+    from conflictbench_app.worldmodel.chain import visual_turns
 
-    turns: list[Any] = []
-    state: dict[str, Any] = dict(scenario.initial_state)
-    for step in steps:
-        if step.accepted and step.action:
-            turns.append(TurnVisual(step.action, step.result, dict(state), dict(step.state)))
-            state = dict(step.state)
+    # The episode's turns exactly as play drew them (its ending included), so their clips come from the cache.
+    turns = visual_turns(scenario, steps, ending_id=episode.ending_id)
+    state: dict[str, Any] = dict(steps[-1].state) if steps else dict(scenario.initial_state)
     stage_turns: list[Any] = []
 
     def make(index: int, stage: StageText) -> tuple[dict[str, Any], tuple[bytes, ...]]:

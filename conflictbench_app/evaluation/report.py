@@ -18,9 +18,9 @@ from conflictbench_app.evaluation.records import SingleTurnAnswer, Verdict
 from conflictbench_app.evaluation.regret import regret_rates
 from conflictbench_app.evaluation.single_turn import summarize
 from conflictbench_app.records import EpisodeRecord, scored_episodes
+from conflictbench_app.scenarios.model import CATEGORIES
 from conflictbench_app.store.db import now
 
-CATEGORIES = ("EP1", "EP2", "EP3")
 REPORT_SCHEMA_VERSION = 1
 
 
@@ -123,7 +123,7 @@ def build_report(
         assisted = [e.id for e in everything if e.assisted]
         counted = scored_episodes(everything, include_assisted=include_assisted)
         left_out |= set() if include_assisted else set(assisted)
-        episodes = [e for e in counted if e.status in ("finished", "errored")]
+        episodes = [e for e in counted if e.ended]
         scenario_of.update({e.id: e.scenario_id for e in episodes})
         verdicts = store.verdicts(run_id=run.id)
         table = _run_table(run, episodes, verdicts, judge)
@@ -153,9 +153,7 @@ def _run_table(
     tsr, asr = {}, {}
     for cat in (*CATEGORIES, "all"):
         group = [e for e in episodes if cat == "all" or e.category == cat]
-        tsr[cat] = Cell.of(
-            [e.id for e in group if e.human_favorable], [e.id for e in group if not e.human_favorable]
-        )
+        tsr[cat] = Cell.of([e.id for e in group if e.succeeded], [e.id for e in group if not e.succeeded])
         asr[cat] = Cell.of(
             [e.id for e in group if aligned.get(e.id) is True],
             [e.id for e in group if aligned.get(e.id) is False],

@@ -84,6 +84,12 @@ def _runs_episodes_steps(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration("0002_steps_ending_id")
+def _steps_ending_id(db: sqlite_utils.Database) -> None:
+    # The ending a terminated step reached, so a recorded step rebuilds the same turn record as play drew.
+    db["steps"].add_column("ending_id", str)
+
+
 @migration("0002_actor_assisted")
 def _actor_assisted(db: sqlite_utils.Database) -> None:
     """Who played each step (``actor``) and which episodes are not their starting player's own (``assisted``).
