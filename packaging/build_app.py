@@ -16,6 +16,7 @@ import io
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -31,6 +32,24 @@ INSTALLER_FILES = (
     "uninstall.sh",
     "conflictbench-studio.desktop.in",
     "conflictbench-studio.svg",
+    "README.txt",
+)
+# What the .deb asks the package manager for: the system libraries Qt's X11 plugin loads (cli.gui_cmd checks the
+# same list at start), and fontconfig/EGL that even offscreen Qt needs.
+DEB_DEPENDS = (
+    "libc6 (>= {glibc})",
+    "libxcb-icccm4",
+    "libxcb-keysyms1",
+    "libxcb-cursor0",
+    "libxcb-image0",
+    "libxcb-render-util0",
+    "libxcb-randr0",
+    "libxcb-shape0",
+    "libxcb-xfixes0",
+    "libxcb-xkb1",
+    "libxkbcommon-x11-0",
+    "libegl1",
+    "libfontconfig1",
 )
 BUNDLE_NAME = "conflictbench-studio"
 # Top-level folders of _internal that must never be in the bundle: the Wan extra and test tools.
@@ -145,6 +164,62 @@ def make_archive(bundle: Path, out: Path, version: str, *, compresslevel: int = 
     return archive
 
 
+def deb_architecture() -> str:
+    return {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+
+
+def make_deb(bundle: Path, out: Path, version: str, *, glibc: str | None = None) -> Path:
+    """``conflictbench-studio_<version>_<arch>.deb``, built with Debian's own ``dpkg-deb``: the bundle under
+    /opt/conflictbench-studio, ``conflictbench`` in /usr/bin, the menu entry and the icon where desktops look for
+    them, and the system libraries the window needs as dependencies (so a software centre installs them too)."""
+    if shutil.which("dpkg-deb") is None:
+        raise BuildError("dpkg-deb is not installed (apt-get install dpkg); it builds the .deb package.")
+    arch = deb_architecture()
+    root = out / f"deb-root-{arch}"
+    shutil.rmtree(root, ignore_errors=True)
+    opt = root / "opt" / BUNDLE_NAME
+    shutil.copytree(bundle, opt, symlinks=True)
+    launcher = root / "usr" / "bin" / "conflictbench"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text(f'#!/bin/sh\nexec /opt/{BUNDLE_NAME}/conflictbench "$@"\n', encoding="utf-8")
+    launcher.chmod(0o755)
+    entry = (INSTALLER / "conflictbench-studio.desktop.in").read_text(encoding="utf-8")
+    entry = entry.replace("@LAUNCHER@", "/usr/bin/conflictbench").replace("@ICON@", BUNDLE_NAME)
+    _write(root / "usr/share/applications/conflictbench-studio.desktop", entry)
+    icon = root / "usr/share/icons/hicolor/scalable/apps/conflictbench-studio.svg"
+    icon.parent.mkdir(parents=True)
+    shutil.copy2(INSTALLER / "conflictbench-studio.svg", icon)
+    _write(root / f"usr/share/doc/{BUNDLE_NAME}/README.txt", (INSTALLER / "README.txt").read_text("utf-8"))
+    size_kb = folder_size(root) // 1024
+    depends = ", ".join(DEB_DEPENDS).format(glibc=glibc or glibc_needed(bundle))
+    control = (
+        f"Package: {BUNDLE_NAME}\nVersion: {version}\nArchitecture: {arch}\nSection: science\nPriority: optional\n"
+        f"Maintainer: ConflictBench <conflictbench@localhost>\nInstalled-Size: {size_kb}\nDepends: {depends}\n"
+        "Description: desktop app for the ConflictBench AI-safety benchmark\n"
+        " Play, run and review the ConflictBench human-safety benchmark for AI agents: interactive-fiction\n"
+        " scenarios played by models or people, recorded to a local database, judged and reported.\n"
+    )
+    _write(root / "DEBIAN" / "control", control)
+    deb = out / f"{BUNDLE_NAME}_{version}_{arch}.deb"
+    done = subprocess.run(
+        ["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(deb)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    shutil.rmtree(root, ignore_errors=True)
+    if done.returncode != 0:
+        raise BuildError(
+            f"dpkg-deb could not build the package: {done.stderr.strip() or done.stdout.strip()}"
+        )
+    return deb
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
 def folder_size(path: Path) -> int:
     return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
@@ -178,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"({archive.stat().st_size / 1e6:.0f} MB)"
             )
             print(f"Install: tar xzf {archive.name} && ./{archive.name.removesuffix('.tar.gz')}/install.sh")
+            deb = make_deb(bundle, out, __version__)
+            print(
+                f"Debian package: {deb} ({deb.stat().st_size / 1e6:.0f} MB); install: sudo apt install ./{deb.name}"
+            )
     except BuildError as exc:
         print(f"build_app: {exc}", file=sys.stderr)
         return 1

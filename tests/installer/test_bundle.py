@@ -190,3 +190,20 @@ def _project_version() -> str:
     from conflictbench_app import __version__
 
     return __version__
+
+
+def test_deb_of_the_real_bundle_installs_into_a_clean_root_and_passes_its_selftest(
+    bundle: Path, tmp_path: Path
+) -> None:
+    from tests.installer.test_deb import install_into_clean_root
+
+    deb = build_app.make_deb(bundle, tmp_path, _project_version())
+    root = tmp_path / "root"
+    done = install_into_clean_root(deb, root)
+    assert done.returncode == 0, done.stderr
+    assert (root / "usr/share/applications/conflictbench-studio.desktop").is_file()
+    home = tmp_path / "home"
+    tested = run(
+        [str(root / "opt/conflictbench-studio/conflictbench"), "gui", "--selftest"], home, timeout=600
+    )
+    assert "Self-test passed" in tested.stdout, tested.stdout + tested.stderr
