@@ -194,6 +194,7 @@ class ReviewView(QWidget):
         self.episodes: list[EpisodeRecord] = []
         self.pairs: list[Any] = []
         self.queue: LabelQueue | None = None  # the core's queue (none until an annotator is named)
+        self._labeled_count = 0
         self._build()
 
     def _build(self) -> None:
@@ -393,13 +394,19 @@ class ReviewView(QWidget):
             self.queue = LabelQueue(store, self.annotator, source="app")
         else:
             self.queue.refresh(store)
+        # "n of N": the episodes this annotator has labeled beside those left (read while the store is open).
+        labeled = (
+            {lb.episode_id for lb in store.labels(annotator=self.annotator.strip())} if self.queue else set()
+        )
+        self._labeled_count = len(labeled)
 
     def _update_queue(self) -> None:
         if self.queue is None:
             self.label_bar.queue_label.setText("Set your name in Settings to label episodes.")
             return
+        done = self._labeled_count
         self.label_bar.queue_label.setText(
-            f"{len(self.queue)} episodes left to label by {self.queue.annotator}"
+            f"{done} of {done + len(self.queue)} labeled by {self.queue.annotator} · {len(self.queue)} left"
         )
 
     def shutdown(self) -> None:
