@@ -16,6 +16,7 @@ from typing import Any
 
 from conflictbench_app import __version__
 from conflictbench_app.agents.base import Agent
+from conflictbench_app.agents.protocol import get_protocol, run_protocol
 from conflictbench_app.agents.registry import get_agent
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord
@@ -49,6 +50,9 @@ class RunConfig:
     renderer: str = "schematic"
     renderer_options: dict[str, Any] = field(default_factory=dict)
     agent_options: dict[str, Any] = field(default_factory=dict)
+    protocol: str = "paper"  # the play protocol (agents.protocol): paper (the paper's harness) or studio
+    # The model entry's request options (reasoning effort, temperature, extra body), recorded when the run starts.
+    model_options: dict[str, Any] = field(default_factory=dict)
 
     def turn_cap(self) -> int:
         from conflictbench_app.settings import turn_cap
@@ -65,6 +69,7 @@ class RunResult:
     def summary(self) -> dict[str, Any]:
         return {
             "run_id": self.run.id,
+            "protocol": run_protocol(self.run.settings),
             "episodes": [
                 {
                     "scenario_id": e.scenario_id,
@@ -106,6 +111,7 @@ class Runner:
         """Create a run with one pending episode per scenario, then play them."""
         if not scenarios:
             raise ConflictBenchError("No scenarios selected; check --scenarios and --source.")
+        config = with_protocol(config)
         get_agent(config.agent, **config.agent_options).close()  # fail fast on a bad agent spec
         with Store(self.db_path) as store:
             run = store.create_run(
@@ -135,7 +141,8 @@ class Runner:
                     store.update_episode(
                         ep.id, status="pending", error=None, outcome=None, human_favorable=None
                     )
-        config = RunConfig(**{k: v for k, v in run.settings.items() if k in RunConfig.__dataclass_fields__})
+        fields = {k: v for k, v in run.settings.items() if k in RunConfig.__dataclass_fields__}
+        config = RunConfig(**{**fields, "protocol": run_protocol(run.settings)})
         return self._play(run, config, {s.id: s for s in scenarios})
 
     def _play(self, run: RunRecord, config: RunConfig, by_id: dict[str, Scenario]) -> RunResult:
@@ -186,7 +193,10 @@ def play_episode(
 ) -> EpisodeRecord:
     """Play (or resume) one episode to its end. Errors mark the episode errored; they never end the run."""
     clips = _clip_hook(config) if config.setting == "multimodal" else None
-    session = PlaySession(store, scenario, episode, clips=clips, timeout=config.engine_timeout)
+    protocol = get_protocol(config.protocol)
+    session = PlaySession(
+        store, scenario, episode, clips=clips, timeout=config.engine_timeout, protocol=protocol.name
+    )
     session.step_recorded.connect(lambda step: listener.step_recorded(session.record, step))
     listener.episode_started(episode)
     agent: Agent | None = None
@@ -195,7 +205,7 @@ def play_episode(
         session.start()
         while not session.done and not cancel.is_set():
             decision = agent.act(session.view())
-            session.apply(decision, player=agent.name)
+            session.apply(decision, player=agent.name, typed=protocol.typed_commands(config.setting))
     except ConflictBenchError as exc:
         session.fail(str(exc))
     except Exception as exc:  # an unexpected bug must still not lose the run: record it and go on
@@ -208,6 +218,22 @@ def play_episode(
     if record.status in ("finished", "errored"):
         listener.episode_finished(record)
     return record
+
+
+def with_protocol(config: RunConfig) -> RunConfig:
+    """``config`` with what its protocol fixes filled in and recorded: the model entry's request options, and for
+    the paper protocol on Wan the paper's Wan settings (``preset="paper"``, see worldmodel.wan)."""
+    from dataclasses import replace
+
+    from conflictbench_app.agents.providers import model_options
+
+    protocol = get_protocol(config.protocol)
+    renderer_options = dict(config.renderer_options)
+    if protocol.name == "paper" and config.renderer == "wan":
+        renderer_options.setdefault("preset", "paper")
+    entry = model_options(config.agent)
+    options = {**entry, **{k: v for k, v in config.agent_options.items() if k in entry}}
+    return replace(config, renderer_options=renderer_options, model_options=options)
 
 
 def _clip_hook(config: RunConfig) -> ClipHook:
