@@ -34,6 +34,7 @@ class SessionOptions:
     max_turns: int = 14
     seed: int = 1
     engine_timeout: float = 10.0
+    protocol: str = "paper"  # the play protocol (agents.protocol), as on `conflictbench run`
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,7 @@ class LiveSession(QObject):
                 "max_turns": options.max_turns,
                 "renderer": options.renderer,
                 "seed": options.seed,
+                "protocol": options.protocol,
             },
             versions={"conflictbench": __version__},
             note="desktop app",
@@ -169,7 +171,12 @@ class LiveSession(QObject):
             max_turns=options.max_turns,
         )
         session = PlaySession(
-            self._store, scenario, record, clips=self._clips, timeout=options.engine_timeout
+            self._store,
+            scenario,
+            record,
+            clips=self._clips,
+            timeout=options.engine_timeout,
+            protocol=options.protocol,
         )
         self._adopt(session)
         observation = session.start()
@@ -214,10 +221,10 @@ class LiveSession(QObject):
             raise ConflictBenchError("Choose a scenario and press Start first.")
         return self._session
 
-    def _apply(self, decision: Decision, player: str) -> StepRecord:
+    def _apply(self, decision: Decision, player: str, *, typed: bool = False) -> StepRecord:
         session = self._require_session()
         try:
-            return session.apply(decision, player=player)
+            return session.apply(decision, player=player, typed=typed)
         finally:
             self._flush_clip()
 
@@ -231,7 +238,10 @@ class LiveSession(QObject):
 
             agent = self._agents[spec] = get_agent(spec, **options)
         decision = agent.act(session.view())
-        return self._apply(decision, agent.name)
+        from conflictbench_app.agents.protocol import get_protocol
+
+        setting = "text" if session.clips is None else "multimodal"
+        return self._apply(decision, agent.name, typed=get_protocol(session.protocol).typed_commands(setting))
 
     def _fork(self, at_step: int) -> Opened:
         session = self._require_session()
