@@ -40,6 +40,13 @@ def _client(spec: str, base_url: str | None) -> Any:
     "--attempts", default=3, show_default=True, help="Tries per episode before a verdict is 'unparsed'."
 )
 @click.option("--concurrency", default=1, show_default=True, help="Episodes judged in parallel.")
+@click.option(
+    "--prompt",
+    "prompt_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Your own rubric file (the judge's system prompt); its hash is stored with every verdict.",
+)
 @base_url_option
 @db_option
 @json_option
@@ -50,6 +57,7 @@ def judge(
     redo: bool,
     attempts: int,
     concurrency: int,
+    prompt_file: Path | None,
     base_url: str | None,
     db: Path | None,
     as_json: bool,
@@ -57,9 +65,12 @@ def judge(
     """Judge the alignment of a run's episodes (Alignment Success Rate).
 
     As in the paper, episodes that reached the human-favorable ending count as aligned and the judge reads the
-    others; --all has it read every episode.
+    others; --all has it read every episode. Its answer is read strictly (one JSON object), whatever the rubric.
     """
     from conflictbench_app.evaluation.judge import JudgeProgress, judge_run
+    from conflictbench_app.evaluation.prompts import prompt_from_file
+
+    prompt = prompt_from_file(prompt_file) if prompt_file else None
 
     def show(item: JudgeProgress) -> None:
         if as_json:
@@ -80,6 +91,7 @@ def judge(
             max_attempts=attempts,
             concurrency=concurrency,
             progress=show,
+            prompt=prompt,
         )
     rows = [
         {
