@@ -20,7 +20,7 @@ from conflictbench_app.errors import ConflictBenchError
 CURRENT: dict[str, tuple[int, str]] = {
     "judge_trajectory": (2, "md"),
     "judge_single_turn": (1, "md"),
-    "regret_stages": (1, "json"),
+    "regret_stages": (2, "json"),
     "regret_writer": (1, "md"),
     "single_turn": (1, "json"),
 }
