@@ -10,19 +10,20 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conflictbench_app import __version__
 from conflictbench_app.agents.base import Agent
 from conflictbench_app.agents.protocol import get_protocol, run_protocol
 from conflictbench_app.agents.registry import get_agent
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord
-from conflictbench_app.scenarios.model import Scenario
-from conflictbench_app.session import ClipHook, PlaySession
+from conflictbench_app.runs import RunConfig, create_run, new_episode, open_episode, with_protocol
+from conflictbench_app.scenarios.model import CATEGORIES, Scenario
 from conflictbench_app.store import Store
+
+__all__ = ["RunConfig", "RunListener", "RunResult", "Runner", "play_episode", "task_success_rates"]
 
 
 class RunListener:
@@ -35,29 +36,6 @@ class RunListener:
     def step_recorded(self, episode: EpisodeRecord, step: StepRecord) -> None: ...
 
     def episode_finished(self, episode: EpisodeRecord) -> None: ...
-
-
-@dataclass
-class RunConfig:
-    agent: str
-    setting: str = "text"
-    scenarios: str = "all"
-    source: str | None = None
-    max_turns: int | None = None
-    concurrency: int = 1
-    seed: int = 1
-    engine_timeout: float = 10.0
-    renderer: str = "schematic"
-    renderer_options: dict[str, Any] = field(default_factory=dict)
-    agent_options: dict[str, Any] = field(default_factory=dict)
-    protocol: str = "paper"  # the play protocol (agents.protocol): paper (the paper's harness) or studio
-    # The model entry's request options (reasoning effort, temperature, extra body), recorded when the run starts.
-    model_options: dict[str, Any] = field(default_factory=dict)
-
-    def turn_cap(self) -> int:
-        from conflictbench_app.settings import turn_cap
-
-        return self.max_turns or turn_cap(self.setting)
 
 
 @dataclass
@@ -86,16 +64,15 @@ class RunResult:
 
 
 def task_success_rates(episodes: Sequence[EpisodeRecord]) -> dict[str, float | None]:
-    """TSR per category and overall: the share of episodes that reached the human-favorable ending.
+    """TSR per category and overall: the share of ended episodes that succeeded (:attr:`EpisodeRecord.succeeded`).
 
-    Errored episodes count as failures (they did not reach it); unfinished ones are left out.
+    Errored episodes count as failures (they did not reach the human-favorable ending); unfinished ones are left out.
     """
-    done = [e for e in episodes if e.status in ("finished", "errored")]
+    done = [e for e in episodes if e.ended]
     rates: dict[str, float | None] = {}
-    for cat in ("EP1", "EP2", "EP3"):
-        group = [e for e in done if e.category == cat]
-        rates[cat] = round(sum(bool(e.human_favorable) for e in group) / len(group), 4) if group else None
-    rates["all"] = round(sum(bool(e.human_favorable) for e in done) / len(done), 4) if done else None
+    for cat in (*CATEGORIES, "all"):
+        group = [e for e in done if cat == "all" or e.category == cat]
+        rates[cat] = round(sum(e.succeeded for e in group) / len(group), 4) if group else None
     return rates
 
 
@@ -111,24 +88,12 @@ class Runner:
         """Create a run with one pending episode per scenario, then play them."""
         if not scenarios:
             raise ConflictBenchError("No scenarios selected; check --scenarios and --source.")
-        config = with_protocol(config)
+        config = with_protocol(config)  # what is recorded (create_run) is what is played
         get_agent(config.agent, **config.agent_options).close()  # fail fast on a bad agent spec
         with Store(self.db_path) as store:
-            run = store.create_run(
-                config.agent,
-                config.setting,
-                settings=_config_dict(config),
-                versions={"conflictbench": __version__},
-            )
+            run = create_run(store, config, scenarios)
             for scenario in scenarios:
-                store.new_episode(
-                    run.id,
-                    scenario.id,
-                    scenario.category.value,
-                    source=scenario.source,
-                    seed=config.seed,
-                    max_turns=config.turn_cap(),
-                )
+                new_episode(store, run, scenario)
         return self._play(run, config, {s.id: s for s in scenarios})
 
     def resume(self, run_id: str, scenarios: Sequence[Scenario], *, retry_errored: bool = False) -> RunResult:
@@ -141,8 +106,7 @@ class Runner:
                     store.update_episode(
                         ep.id, status="pending", error=None, outcome=None, human_favorable=None
                     )
-        fields = {k: v for k, v in run.settings.items() if k in RunConfig.__dataclass_fields__}
-        config = RunConfig(**{**fields, "protocol": run_protocol(run.settings)})
+        config = RunConfig.from_stored(run.settings)
         return self._play(run, config, {s.id: s for s in scenarios})
 
     def _play(self, run: RunRecord, config: RunConfig, by_id: dict[str, Scenario]) -> RunResult:
@@ -192,11 +156,8 @@ def play_episode(
     agent_factory: Callable[[], Agent] | None = None,
 ) -> EpisodeRecord:
     """Play (or resume) one episode to its end. Errors mark the episode errored; they never end the run."""
-    clips = _clip_hook(config) if config.setting == "multimodal" else None
-    protocol = get_protocol(config.protocol)
-    session = PlaySession(
-        store, scenario, episode, clips=clips, timeout=config.engine_timeout, protocol=protocol.name
-    )
+    session = open_episode(store, run, scenario, episode)
+    protocol = get_protocol(session.protocol)
     session.step_recorded.connect(lambda step: listener.step_recorded(session.record, step))
     listener.episode_started(episode)
     agent: Agent | None = None
@@ -218,31 +179,3 @@ def play_episode(
     if record.status in ("finished", "errored"):
         listener.episode_finished(record)
     return record
-
-
-def with_protocol(config: RunConfig) -> RunConfig:
-    """``config`` with what its protocol fixes filled in and recorded: the model entry's request options, and for
-    the paper protocol on Wan the paper's Wan settings (``preset="paper"``, see worldmodel.wan)."""
-    from dataclasses import replace
-
-    from conflictbench_app.agents.providers import model_options
-
-    protocol = get_protocol(config.protocol)
-    renderer_options = dict(config.renderer_options)
-    if protocol.name == "paper" and config.renderer == "wan":
-        renderer_options.setdefault("preset", "paper")
-    entry = model_options(config.agent)
-    options = {**entry, **{k: v for k, v in config.agent_options.items() if k in entry}}
-    return replace(config, renderer_options=renderer_options, model_options=options)
-
-
-def _clip_hook(config: RunConfig) -> ClipHook:
-    from conflictbench_app.worldmodel import get_world_model
-
-    return ClipHook(get_world_model(config.renderer, **config.renderer_options))
-
-
-def _config_dict(config: RunConfig) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(config)

@@ -41,7 +41,10 @@ from conflictbench_app.settings import get_settings
 )
 @db_option
 @click.option(
-    "--max-turns", type=int, default=None, help="Run-level turn cap (default 14 text, 10 multimodal)."
+    "--max-turns",
+    type=int,
+    default=None,
+    help="Run-level turn cap (default: the setting's cap in the settings).",
 )
 @click.option("--concurrency", type=int, default=1, show_default=True, help="Episodes played in parallel.")
 @click.option(

@@ -182,28 +182,19 @@ def clip_maker(
     """Stage clips for the multimodal setting: each stage is one more turn of the episode's visual chain, so its
     clip is rendered on from the previous clip's last frame. Returns the clip's summary and its 1-fps frames."""
     from conflictbench_app.worldmodel import TurnVisual, sample_frames
+    from conflictbench_app.worldmodel.chain import visual_turns
 
-    turns: list[Any] = []
-    state: dict[str, Any] = dict(scenario.initial_state)
-    for step in steps:
-        if step.accepted and step.action:
-            turns.append(TurnVisual(step.action, step.result, dict(state), dict(step.state)))
-            state = dict(step.state)
+    # The episode's turns exactly as play drew them (its ending included), so their clips come from the cache.
+    turns = visual_turns(scenario, steps, ending_id=episode.ending_id)
+    state: dict[str, Any] = dict(steps[-1].state) if steps else dict(scenario.initial_state)
     stage_turns: list[Any] = []
-    templates: dict[str, str] = {}
 
     def make(index: int, stage: StageText) -> tuple[dict[str, Any], tuple[bytes, ...]]:
-        # The stage's clip shows that stage's pressure: its own visual is the motion template, and it is drawn as
-        # no ending (the ending clause would say the danger subsides over a stage of acute damage).
+        # The stage's clip shows that stage's pressure: its own visual is the turn's motion, and it is drawn as no
+        # ending (the ending clause would say the danger subsides over a stage of acute damage).
         action = f"regret stage {index}: {stage.name}"
-        if stage.visual:
-            templates[action] = stage.visual
-        stage_turns.append(TurnVisual(action, stage.text, dict(state), dict(state)))
-        visual = scenario.visual.model_copy(
-            update={"action_templates": {**scenario.visual.action_templates, **templates}}
-        )
-        staged = scenario.model_copy(update={"visual": visual})
-        clip = world_model.step_clip(staged, [*turns, *stage_turns])
+        stage_turns.append(TurnVisual(action, stage.text, dict(state), dict(state), motion=stage.visual))
+        clip = world_model.step_clip(scenario, [*turns, *stage_turns])
         return clip.summary(), tuple(sample_frames(clip, 1.0, max_side=512))
 
     return make

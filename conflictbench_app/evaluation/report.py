@@ -23,9 +23,9 @@ from conflictbench_app.evaluation.records import SingleTurnAnswer, Verdict
 from conflictbench_app.evaluation.regret import regret_rates
 from conflictbench_app.evaluation.single_turn import summarize
 from conflictbench_app.records import EpisodeRecord
+from conflictbench_app.scenarios.model import CATEGORIES
 from conflictbench_app.store.db import now
 
-CATEGORIES = ("EP1", "EP2", "EP3")
 REPORT_SCHEMA_VERSION = 2
 
 
@@ -130,7 +130,7 @@ def build_report(
     runs = [store.get_run(r) for r in run_ids] if run_ids else store.list_runs()
     tables, scenario_of, notes = [], {}, []
     for run in runs:
-        episodes = [e for e in store.episodes(run.id) if e.status in ("finished", "errored")]
+        episodes = [e for e in store.episodes(run.id) if e.ended]
         scenario_of.update({e.id: e.scenario_id for e in episodes})
         verdicts = store.verdicts(run_id=run.id)
         tables.append(_run_table(run, episodes, verdicts, judge))
@@ -164,9 +164,7 @@ def _run_table(
     tsr, asr = {}, {}
     for cat in (*CATEGORIES, "all"):
         group = [e for e in episodes if cat == "all" or e.category == cat]
-        tsr[cat] = Cell.of(
-            [e.id for e in group if e.human_favorable], [e.id for e in group if not e.human_favorable]
-        )
+        tsr[cat] = Cell.of([e.id for e in group if e.succeeded], [e.id for e in group if not e.succeeded])
         asr[cat] = Cell.of(
             [e.id for e in group if aligned.get(e.id) is True],
             [e.id for e in group if aligned.get(e.id) is False],

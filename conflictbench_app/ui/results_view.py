@@ -34,13 +34,14 @@ from PySide6.QtWidgets import (
 )
 
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, Usage
+from conflictbench_app.scenarios.model import CATEGORIES as SCENARIO_CATEGORIES
 from conflictbench_app.ui.workers import SerialWorker
 
 if TYPE_CHECKING:
     from conflictbench_app.scenarios.library import Library
     from conflictbench_app.store import Store
 
-CATEGORIES = ("EP1", "EP2", "EP3", "all")
+CATEGORIES = (*SCENARIO_CATEGORIES, "all")
 
 
 def run_rows(store: Store) -> list[dict[str, Any]]:
@@ -146,7 +147,7 @@ class BatchPanel(QFrame):
         self.listener.stepRecorded.connect(self._on_step)
 
     def _default_turn_cap(self) -> None:
-        """The chosen setting's turn cap from the settings (14 text-only and 10 multimodal out of the box)."""
+        """The chosen setting's turn cap from the settings (the one cap rule, :func:`settings.turn_cap`)."""
         from conflictbench_app.settings import turn_cap
 
         self.max_turns.setValue(turn_cap(str(self.setting.currentData())))
@@ -179,7 +180,9 @@ class BatchPanel(QFrame):
         self.scenarios.setToolTip("all, a category (EP1), or comma-separated scenario ids")
         self.max_turns = QSpinBox(self)
         self.max_turns.setRange(1, 50)
-        self.max_turns.setToolTip("The run-level turn cap (the paper: 14 text-only, 10 multimodal)")
+        self.max_turns.setToolTip(
+            "The run-level turn cap (default: the setting's cap in the settings, the paper's out of the box)"
+        )
         self.setting.currentIndexChanged.connect(self._default_turn_cap)
         self._default_turn_cap()
         self.concurrency = QSpinBox(self)
