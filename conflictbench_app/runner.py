@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from conflictbench_app.agents.base import Agent
+from conflictbench_app.agents.protocol import get_protocol, run_protocol
 from conflictbench_app.agents.registry import get_agent
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, scored_episodes
-from conflictbench_app.runs import RunConfig, create_run, new_episode, open_episode
+from conflictbench_app.runs import RunConfig, create_run, new_episode, open_episode, with_protocol
 from conflictbench_app.scenarios.model import CATEGORIES, Scenario
 from conflictbench_app.store import Store
 
@@ -46,6 +47,7 @@ class RunResult:
     def summary(self) -> dict[str, Any]:
         return {
             "run_id": self.run.id,
+            "protocol": run_protocol(self.run.settings),
             "episodes": [
                 {
                     "scenario_id": e.scenario_id,
@@ -90,6 +92,7 @@ class Runner:
         """Create a run with one pending episode per scenario, then play them."""
         if not scenarios:
             raise ConflictBenchError("No scenarios selected; check --scenarios and --source.")
+        config = with_protocol(config)  # what is recorded (create_run) is what is played
         get_agent(config.agent, **config.agent_options).close()  # fail fast on a bad agent spec
         with Store(self.db_path) as store:
             run = create_run(store, config, scenarios)
@@ -158,6 +161,7 @@ def play_episode(
 ) -> EpisodeRecord:
     """Play (or resume) one episode to its end. Errors mark the episode errored; they never end the run."""
     session = open_episode(store, run, scenario, episode)
+    protocol = get_protocol(session.protocol)
     session.step_recorded.connect(lambda step: listener.step_recorded(session.record, step))
     listener.episode_started(episode)
     agent: Agent | None = None
@@ -166,7 +170,7 @@ def play_episode(
         session.start()
         while not session.done and not cancel.is_set():
             decision = agent.act(session.view())
-            session.apply(decision, player=agent.name)
+            session.apply(decision, player=agent.name, typed=protocol.typed_commands(config.setting))
     except ConflictBenchError as exc:
         session.fail(str(exc))
     except Exception as exc:  # an unexpected bug must still not lose the run: record it and go on

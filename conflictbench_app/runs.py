@@ -34,6 +34,9 @@ class RunConfig:
     renderer: str = "schematic"
     renderer_options: dict[str, Any] = field(default_factory=dict)
     agent_options: dict[str, Any] = field(default_factory=dict)
+    protocol: str = "paper"  # the play protocol (agents.protocol): paper (the paper's harness) or studio
+    # The model entry's request options (reasoning effort, temperature, extra body), recorded when the run starts.
+    model_options: dict[str, Any] = field(default_factory=dict)
 
     def turn_cap(self) -> int:
         """``max_turns`` when set, else the setting's cap from the settings."""
@@ -47,9 +50,29 @@ class RunConfig:
 
     @classmethod
     def from_stored(cls, settings: dict[str, Any]) -> RunConfig:
-        """The config a run was created with (unknown keys, from older or newer versions, are left out)."""
+        """The config a run was created with (unknown keys, from older or newer versions, are left out; a run
+        recorded before protocols existed played the studio protocol)."""
+        from conflictbench_app.agents.protocol import run_protocol
+
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in settings.items() if k in known})
+        return cls(
+            **{**{k: v for k, v in settings.items() if k in known}, "protocol": run_protocol(settings)}
+        )
+
+
+def with_protocol(config: RunConfig) -> RunConfig:
+    """``config`` with what its protocol fixes filled in, to be recorded: the model entry's request options, and for
+    the paper protocol on Wan the paper's Wan settings (``preset="paper"``, see worldmodel.wan)."""
+    from conflictbench_app.agents.protocol import get_protocol
+    from conflictbench_app.agents.providers import model_options
+
+    protocol = get_protocol(config.protocol)
+    renderer_options = dict(config.renderer_options)
+    if protocol.name == "paper" and config.renderer == "wan":
+        renderer_options.setdefault("preset", "paper")
+    entry = model_options(config.agent)
+    options = {**entry, **{k: v for k, v in config.agent_options.items() if k in entry}}
+    return replace(config, renderer_options=renderer_options, model_options=options)
 
 
 def run_versions(scenarios: Sequence[Scenario] = ()) -> dict[str, Any]:
@@ -66,9 +89,11 @@ def run_versions(scenarios: Sequence[Scenario] = ()) -> dict[str, Any]:
 def create_run(
     store: Store, config: RunConfig, scenarios: Sequence[Scenario] = (), *, note: str = ""
 ) -> RunRecord:
-    """Record a new run of ``config`` over ``scenarios`` (its episodes are added by :func:`new_episode`)."""
+    """Record a new run of ``config`` over ``scenarios`` (its episodes are added by :func:`new_episode`), with
+    what its protocol fixes (:func:`with_protocol`)."""
+    settings = with_protocol(config).stored()
     return store.create_run(
-        config.agent, config.setting, settings=config.stored(), versions=run_versions(scenarios), note=note
+        config.agent, config.setting, settings=settings, versions=run_versions(scenarios), note=note
     )
 
 
@@ -106,4 +131,6 @@ def open_episode(
 
         world_model = get_world_model(config.renderer, **config.renderer_options)
         clips = ClipHook(world_model, progress=progress, cancel=cancel)
-    return PlaySession(store, scenario, record, clips=clips, timeout=config.engine_timeout)
+    return PlaySession(
+        store, scenario, record, clips=clips, timeout=config.engine_timeout, protocol=config.protocol
+    )

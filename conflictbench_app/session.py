@@ -70,8 +70,10 @@ class PlaySession:
         *,
         clips: ClipHook | None = None,
         timeout: float = 10.0,
+        protocol: str = "studio",
     ) -> None:
         self.store = store
+        self.protocol = protocol  # the play protocol (agents.protocol): what the agent's view says
         self.scenario = scenario
         self.record = episode
         self.clips = clips
@@ -121,7 +123,13 @@ class PlaySession:
 
     def view(self, episode_key: str = "") -> AgentView:
         history = tuple(
-            PastTurn(t.record.observation, t.record.thought, t.record.action_raw or t.record.action, t.images)
+            PastTurn(
+                t.record.observation,
+                t.record.thought,
+                t.record.action_raw or t.record.action,
+                t.images,
+                t.record.accepted,
+            )
             for t in self.turns
         )
         return AgentView(
@@ -134,26 +142,32 @@ class PlaySession:
             images=self.images,
             clip_path=str(self.clip.path) if self.clip is not None else None,
             episode_key=episode_key or self.scenario.id,
+            protocol=self.protocol,
         )
 
-    def apply(self, decision: Decision, player: str, *, passthrough: bool = False) -> StepRecord:
+    def apply(
+        self, decision: Decision, player: str, *, passthrough: bool = False, typed: bool = False
+    ) -> StepRecord:
         """Play one decision: match it to a legal command, step the game, render, record. Returns the step.
 
         ``passthrough`` (human players): text that matches no listed action is typed into the game as it is, and the
-        story's own parser answers; agents never get this, as in the paper.
+        story's own parser answers. ``typed`` (the paper protocol's text-only agents): the action goes to the
+        story's parser exactly as given, never matched to a listed one.
         """
         if self.done:
             raise ConflictBenchError("This episode is over; fork an earlier turn to play on.")
         started = time.perf_counter()
         seen = self.images  # the frames shown with this observation (rendering the step replaces them)
         match = match_scenario_action(decision.action, self.scenario.actions) if not decision.error else None
-        if passthrough and match is not None and match.command is None and decision.action.strip():
-            match = Match(" ".join(decision.action.split()), "typed")
+        if (typed or passthrough) and match is not None and decision.action.strip():
+            if typed or match.command is None:
+                match = Match(" ".join(decision.action.split()), "typed")
         command = match.command if match else None
         try:
             if command is None:
                 reason = decision.error or (match.note if match else "") or "no action given"
-                result = self.env.skip(_unusable_reply(decision.action, reason, self.scenario))
+                listed = self.scenario if self.protocol == "studio" else None
+                result = self.env.skip(_unusable_reply(decision.action, reason, listed))
             else:
                 result = self.env.step(command)
         except EngineError as exc:
@@ -280,7 +294,12 @@ class PlaySession:
         if not 0 <= at_step <= len(self.turns):
             raise ConflictBenchError(f"There is no turn {at_step} to fork at (0..{len(self.turns)}).")
         child = PlaySession(
-            self.store, self.scenario, new_episode, clips=self.clips, timeout=self.env.timeout
+            self.store,
+            self.scenario,
+            new_episode,
+            clips=self.clips,
+            timeout=self.env.timeout,
+            protocol=self.protocol,
         )
         for turn in self.turns[:at_step]:
             copied = turn.record.model_copy(
@@ -385,11 +404,14 @@ def _clip_info(clip: Any) -> dict[str, Any]:
     }
 
 
-def _unusable_reply(action: str, reason: str, scenario: Scenario) -> str:
+def _unusable_reply(action: str, reason: str, scenario: Scenario | None) -> str:
+    """What the agent is told about a reply it cannot use; with ``scenario``, the valid actions are listed (the
+    paper protocol lists them nowhere but in the game's own help)."""
     shown = f"'{action[:120]}'" if action else "nothing usable"
+    ask = f" from: {', '.join(scenario.action_commands)}" if scenario is not None else ""
     return (
         f"[The environment could not use your reply: {shown} ({reason}). Nothing happened and this turn counts as a "
-        f"failed action. Answer with a thought and exactly one action from: {', '.join(scenario.action_commands)}.]"
+        f"failed action. Answer with a thought and exactly one action{ask}.]"
     )
 
 

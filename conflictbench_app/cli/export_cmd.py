@@ -54,6 +54,8 @@ def export(run_id: str, fmt: str, out: Path | None, include_assisted: bool, db: 
 def runs(include_assisted: bool, db: Path | None, as_json: bool) -> None:
     """List the runs recorded in a database, with their task success rates (assisted episodes, where a human
     took a turn, a fork or abandoned, are counted apart and left out of the TSR unless --include-assisted)."""
+    from conflictbench_app.agents.protocol import run_protocol
+
     with Store(db_path(db)) as store:
         rows = []
         for run in store.list_runs():
@@ -64,6 +66,7 @@ def runs(include_assisted: bool, db: Path | None, as_json: bool) -> None:
                     "created_at": run.created_at,
                     "agent": run.agent,
                     "setting": run.setting,
+                    "protocol": run_protocol(run.settings),
                     "status": run.status,
                     "episodes": len(episodes),
                     "assisted": sum(e.assisted for e in episodes),
@@ -78,7 +81,8 @@ def runs(include_assisted: bool, db: Path | None, as_json: bool) -> None:
     for r in rows:
         tsr = r["tsr"]["all"]
         click.echo(
-            f"{r['run_id']}  {r['created_at'][:19]}  {r['agent']:24} {r['setting']:10} {r['status']:11} "
+            f"{r['run_id']}  {r['created_at'][:19]}  {r['agent']:24} {r['setting']:10} {r['protocol']:6} "
+            f"{r['status']:11} "
             f"{r['episodes']} episodes{_assisted_note(r)}  TSR {'-' if tsr is None else f'{100 * tsr:.1f}%'}"
         )
 

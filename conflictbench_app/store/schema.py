@@ -121,6 +121,3 @@ def _actor_assisted(db: sqlite_utils.Database) -> None:
         )
         db["episodes"].update(row["id"], {"meta_json": json.dumps(meta, ensure_ascii=False)})
     db["episodes"].create_index(["assisted"])
-
-
-import conflictbench_app.store.evaluation  # noqa: E402, F401  (registers the evaluation migrations)

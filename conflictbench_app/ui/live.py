@@ -33,6 +33,7 @@ class SessionOptions:
     max_turns: int | None = None  # None: the setting's cap in the settings
     seed: int = 1
     engine_timeout: float = 10.0
+    protocol: str = "paper"  # the play protocol (agents.protocol), as on `conflictbench run`
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,7 @@ class LiveSession(QObject):
             engine_timeout=options.engine_timeout,
             renderer=options.renderer,
             renderer_options=dict(options.renderer_options),
+            protocol=options.protocol,
         )
         run = create_run(self._store, config, [scenario], note="desktop app")
         session = open_episode(
@@ -218,10 +220,12 @@ class LiveSession(QObject):
             raise ConflictBenchError("Choose a scenario and press Start first.")
         return self._session
 
-    def _apply(self, decision: Decision, player: str, *, passthrough: bool = False) -> StepRecord:
+    def _apply(
+        self, decision: Decision, player: str, *, passthrough: bool = False, typed: bool = False
+    ) -> StepRecord:
         session = self._require_session()
         try:
-            return session.apply(decision, player=player, passthrough=passthrough)
+            return session.apply(decision, player=player, passthrough=passthrough, typed=typed)
         finally:
             self._flush_clip()
 
@@ -235,7 +239,10 @@ class LiveSession(QObject):
 
             agent = self._agents[spec] = get_agent(spec, **options)
         decision = agent.act(session.view())
-        return self._apply(decision, agent.name)
+        from conflictbench_app.agents.protocol import get_protocol
+
+        setting = "text" if session.clips is None else "multimodal"
+        return self._apply(decision, agent.name, typed=get_protocol(session.protocol).typed_commands(setting))
 
     def _stop(self, why: str) -> None:
         session = self._require_session()

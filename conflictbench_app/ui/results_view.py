@@ -45,7 +45,8 @@ CATEGORIES = (*SCENARIO_CATEGORIES, "all")
 
 
 def run_rows(store: Store) -> list[dict[str, Any]]:
-    """One row per run: agent, setting, status, episode count, TSR per category, tokens and cost."""
+    """One row per run: agent, setting, protocol, status, episode count, TSR per category, tokens and cost."""
+    from conflictbench_app.agents.protocol import run_protocol
     from conflictbench_app.runner import task_success_rates
 
     rows = []
@@ -58,6 +59,7 @@ def run_rows(store: Store) -> list[dict[str, Any]]:
                 "run": run.id,
                 "agent": run.agent,
                 "setting": run.setting,
+                "protocol": run_protocol(run.settings),
                 "status": run.status,
                 "episodes": len(episodes),
                 "finished": sum(e.status == "finished" for e in episodes),
@@ -174,6 +176,12 @@ class BatchPanel(QFrame):
         )
         self.setting.addItem("Text", "text")
         self.setting.addItem("Multimodal", "multimodal")
+        self.protocol = QComboBox(self)
+        self.protocol.addItem("Paper", "paper")
+        self.protocol.addItem("Studio", "studio")
+        self.protocol.setToolTip(
+            "Paper: the paper's harness, figures comparable with its tables; Studio: ours (docs/protocol.md)"
+        )
         self.scenarios = QLineEdit("all", self)
         self.scenarios.setToolTip("Which scenarios: all, EP1, EP2, EP3, or ID,ID,...")
         self.scenarios.setToolTip("all, a category (EP1), or comma-separated scenario ids")
@@ -192,6 +200,7 @@ class BatchPanel(QFrame):
         for text, widget in (
             ("Agent", self.agent),
             ("Setting", self.setting),
+            ("Protocol", self.protocol),
             ("Scenarios", self.scenarios),
             ("Turns", self.max_turns),
             ("Parallel", self.concurrency),
@@ -241,6 +250,7 @@ class BatchPanel(QFrame):
         config = RunConfig(
             agent=self.agent.currentText().strip(),
             setting=str(self.setting.currentData()),
+            protocol=str(self.protocol.currentData()),
             scenarios=self.scenarios.text(),
             source=str(self.library.root),
             max_turns=self.max_turns.value(),
@@ -250,7 +260,9 @@ class BatchPanel(QFrame):
         self.done = 0
         self.progress.setRange(0, max(1, len(scenarios)))
         self.progress.setValue(0)
-        self.log.appendPlainText(f"Starting {config.agent} on {len(scenarios)} scenarios ({config.setting})…")
+        self.log.appendPlainText(
+            f"Starting {config.agent} on {len(scenarios)} scenarios ({config.setting}, {config.protocol} protocol)…"
+        )
         runner = Runner(self.db_path, self.listener, self.cancel)  # type: ignore[arg-type]
         self.worker.submit(lambda: runner.start(config, scenarios), self._on_finished, self._on_error)
         self._set_running(True)
@@ -459,7 +471,7 @@ class ResultsView(QWidget):
             values = [
                 row["run"],
                 row["agent"],
-                row["setting"],
+                f"{row['setting']} ({row['protocol']})",
                 row["status"],
                 f"{row['finished']}/{row['episodes']}",
                 *(_pct(row[f"tsr_{c}"]) for c in CATEGORIES),

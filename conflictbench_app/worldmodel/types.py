@@ -61,6 +61,9 @@ class TurnVisual:
     state_after: dict[str, Any]
     ending_id: str | None = None
     human_favorable: bool | None = None
+    # The motion prompt of a turn that is no scenario action (a regret stage shows its own pressure); "" for the
+    # action's own motion template.
+    motion: str = ""
 
     @classmethod
     def of_step(
@@ -91,7 +94,12 @@ class TurnVisual:
 
     def as_key(self) -> dict[str, Any]:
         """A JSON-ready form for cache keys (everything that changes the picture)."""
-        return asdict(self)
+        key = asdict(self)
+        if not key["motion"]:
+            del key[
+                "motion"
+            ]  # the keys of turns without their own motion stay as they were before it existed
+        return key
 
 
 @dataclass(frozen=True)
