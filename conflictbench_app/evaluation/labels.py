@@ -64,7 +64,8 @@ class LabelQueue:
         if self.episode_ids:
             episodes = [self.store.get_episode(i) for i in self.episode_ids]
         else:
-            episodes = [e for run_id in self.run_ids or [None] for e in self.store.episodes(run_id)]
+            runs: list[str | None] = list(self.run_ids) or [None]  # None: every run
+            episodes = [e for run_id in runs for e in self.store.episodes(run_id)]
         done = {lb.episode_id for lb in self.store.labels(annotator=self.annotator)}
         self.episodes = left_to_label(episodes, done, include_labelled=self.include_labelled)
         self.index = 0
