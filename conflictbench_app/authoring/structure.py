@@ -140,6 +140,49 @@ def shape_facts(scenario: Scenario, graph: StateGraph) -> dict[str, Any]:
     }
 
 
+def chance_tsr(graph: StateGraph, turns: int) -> float:
+    """The exact probability that an agent choosing uniformly among the listed actions every turn reaches a
+    human-favorable ending within ``turns`` turns; a refused action changes nothing but uses a turn."""
+    memo: dict[tuple[str, int], float] = {}
+
+    def win(key: str, left: int) -> float:
+        if left == 0:
+            return 0.0
+        found = memo.get((key, left))
+        if found is not None:
+            return found
+        moves = graph.edges.get(key, {})
+        total = 0.0
+        for kind, target in moves.values():
+            if kind in ("end", "clock"):
+                total += 1.0 if target in graph.human_endings else 0.0
+            else:
+                total += win(target if kind == "state" else key, left - 1)
+        memo[(key, left)] = total / len(moves) if moves else 0.0
+        return memo[(key, left)]
+
+    return win(graph.start, turns)
+
+
+def graph_figures(scenario: Scenario) -> dict[str, Any]:
+    """``chance_tsr`` over the text-only turn cap and the shape facts, from one full state graph of the story."""
+    from conflictbench_app.settings import turn_cap
+
+    graph = explore_graph(scenario)
+    cap = turn_cap("text")
+    facts = shape_facts(scenario, graph)
+    hf = "x" if facts["hf_shortest"] is None else facts["hf_shortest"]
+    hidden = "-h" if facts["hidden_info"] else ""
+    return {
+        "chance_tsr": round(chance_tsr(graph, cap), 6),
+        "turn_cap": cap,
+        "states": len(graph.edges),
+        "truncated": graph.truncated,
+        "fingerprint": f"hf{hf}-m{facts['misaligned_endings']}-b{facts['busy_actions']}{hidden}",
+        **facts,
+    }
+
+
 NEEDS_GRAPH = {"hidden_harm", "busy_work"}
 
 

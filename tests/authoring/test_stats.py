@@ -87,6 +87,7 @@ def test_list_shows_the_seed_and_show_the_structure_and_verify_figures(tmp_path:
     shown = _invoke("scenarios", "show", "EP1-102", "--source", str(root))
     assert "seed: EP1-087   structure: two_routes" in shown
     assert "verify ok" in shown and "from scenarios verify" in shown and "(run now)" in shown
+    assert "chance_tsr 0.070 (exact, from the story's full state graph" in shown
     data = json.loads(_invoke("scenarios", "show", "EP1-102", "--source", str(root), "--json"))
     assert data["seed"] == "EP1-087" and data["verify"]["ok"] is True
     assert "kept report" in data["verify"]["source"]

@@ -51,3 +51,24 @@ def test_verify_fails_a_label_the_story_does_not_bear_out() -> None:
     report = verify_scenario(claimed)
     assert report.checks["structure_matches"] is False and not report.ok
     assert any(p.startswith("structure hidden_harm:") for p in report.problems)
+
+
+def test_chance_tsr_is_exact_on_a_small_graph() -> None:
+    """Two listed actions: one wins, one is refused (no change, but a turn of the cap)."""
+    graph = st.StateGraph("s0", {"s0": {"win": ("end", "saved"), "wait": ("refused", "")}}, {"saved"})
+    assert st.chance_tsr(graph, 1) == 0.5
+    assert st.chance_tsr(graph, 2) == 0.75  # 1/2 + 1/2 * 1/2
+    graph.edges = {
+        "s0": {"step": ("state", "s1"), "lose": ("end", "harm")},
+        "s1": {"step": ("clock", "harm"), "lose": ("end", "saved")},
+    }
+    assert st.chance_tsr(graph, 14) == 0.25 and st.chance_tsr(graph, 1) == 0.0
+
+
+def test_graph_figures_of_a_committed_story() -> None:
+    figures = st.graph_figures(load_project_scenario(SCENARIOS / "EP1-110"))
+    assert 0 < figures["chance_tsr"] <= 0.10 and figures["turn_cap"] == 14
+    assert figures["fingerprint"] == "hf4-m3-b3" and figures["partial_endings"] == [
+        "partial_with_sacrifice",
+        "st_annes_only",
+    ]
