@@ -17,7 +17,7 @@ from statistics import mean
 from typing import Any
 
 from conflictbench_app.authoring import explore as _explore
-from conflictbench_app.authoring import structure as _structure
+from conflictbench_app.authoring import stategraph as _stategraph
 from conflictbench_app.authoring import verify as _verify
 from conflictbench_app.authoring.project import STORY_FILE, spec_folders
 from conflictbench_app.authoring.spec import SPEC_FILE, ScenarioSpec, load_spec
@@ -34,7 +34,7 @@ MAX_CHANCE_TSR = 0.10
 def report_key(folder: Path) -> str:
     """What a verify report depends on: the spec (walkthroughs included), the story and the exploration code."""
     digest = hashlib.sha256(f"v{CACHE_VERSION}".encode())
-    code = (Path(m.__file__ or "") for m in (_explore, _structure, _verify))
+    code = (Path(m.__file__ or "") for m in (_explore, _stategraph, _verify))
     for path in (folder / SPEC_FILE, folder / STORY_FILE, *code):
         digest.update(path.read_bytes() if path.is_file() else b"-")
     return digest.hexdigest()[:16]
@@ -65,50 +65,23 @@ def cached_report(cache_dir: Path, folder: Path) -> dict[str, Any] | None:
         return None
 
 
-# Where chance_tsr comes from when a verify report does not carry it (CONTRACTS §2 puts it in every report; until
-# then the same exact figure is computed here from the story's full state graph).
-GRAPH_SOURCE = "exact, from the story's full state graph (authoring.structure.chance_tsr)"
-
-
 def chance_of(report: dict[str, Any]) -> tuple[float | None, str]:
-    """A report's chance_tsr and where it came from."""
+    """A report's chance_tsr and where it came from (None when verify left it undetermined)."""
     if isinstance(report.get("chance_tsr"), int | float):
-        return float(report["chance_tsr"]), "verify report"
-    graph = report.get("graph") or {}
-    if isinstance(graph.get("chance_tsr"), int | float):
-        return float(graph["chance_tsr"]), GRAPH_SOURCE
+        return float(report["chance_tsr"]), "exact, from verify's explored state graph"
     return None, ""
 
 
-def _with_graph(job: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
-    """The report, with ``graph`` figures added when it has no chance_tsr of its own and its story loads."""
-    from conflictbench_app.authoring.project import load_project_scenario
-    from conflictbench_app.errors import ConflictBenchError
-
-    folder, report = job
-    if "chance_tsr" in report or "graph" in report or report.get("checks", {}).get("loads") is False:
-        return report
-    try:
-        figures = _structure.graph_figures(load_project_scenario(folder))
-    except ConflictBenchError as exc:
-        figures = {"problem": str(exc)}
-    return {**report, "graph": {**figures, "source": GRAPH_SOURCE}}
-
-
 def reports_for(root: Path, cache_dir: Path, *, jobs: int = 1) -> tuple[dict[str, dict[str, Any]], int]:
-    """A verify report for every spec under ``root`` (kept ones reused, the rest run now and kept), each completed
-    with its state-graph figures; returns them by id and how many were verified now."""
-    folders = {f.name: f for f in spec_folders(root)}
-    found = {name: r for name, f in folders.items() if (r := cached_report(cache_dir, f)) is not None}
-    missing = [name for name in folders if name not in found]
+    """A verify report for every spec under ``root`` (kept ones reused, the rest run now and kept); returns them by
+    id and how many were run now."""
+    folders = spec_folders(root)
+    found = {f.name: r for f in folders if (r := cached_report(cache_dir, f)) is not None}
+    missing = [f.name for f in folders if f.name not in found]
     if missing:
-        found.update({r.id: r.to_json() for r in _verify.verify_project(root, missing, jobs=jobs)})
-    incomplete = [name for name, r in found.items() if "chance_tsr" not in r and "graph" not in r]
-    if incomplete:
-        done = _verify._map(_with_graph, [(folders[n], found[n]) for n in incomplete], jobs)
-        found.update({r["id"]: r for r in done})
-    if missing or incomplete:
-        save_reports(cache_dir, root, [found[n] for n in sorted(set(missing) | set(incomplete))])
+        fresh = [r.to_json() for r in _verify.verify_project(root, missing, jobs=jobs)]
+        save_reports(cache_dir, root, fresh)
+        found.update({r["id"]: r for r in fresh})
     return found, len(missing)
 
 
@@ -118,7 +91,7 @@ def reports_for_one(folder: Path, cache_dir: Path) -> tuple[dict[str, Any], bool
     if kept is not None:
         return kept, False
     (report,) = _verify.verify_project(folder.parent, [folder.name])
-    data = _with_graph((folder, report.to_json()))
+    data = report.to_json()
     save_reports(cache_dir, folder.parent, [data])
     return data, True
 

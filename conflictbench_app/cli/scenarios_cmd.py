@@ -90,7 +90,7 @@ def _verified(scenario: Scenario) -> dict[str, Any] | None:
         "ok": report.get("ok"),
         "chance_tsr": chance,
         "chance_tsr_source": chance_source,
-        "shape": report.get("shape") or report.get("graph"),
+        "shape": report.get("shape"),
     }
 
 
