@@ -67,10 +67,14 @@ def _fields(scenario: Scenario | None, episode: EpisodeRecord, steps: Sequence[S
 def template_stages(
     scenario: Scenario | None, episode: EpisodeRecord, steps: Sequence[StepRecord]
 ) -> tuple[list[StageText], str]:
-    """The three stages for this scenario: its own texts when its spec gives them (``extra["regret_stages"]``, three
+    """The three stages for this scenario: its own texts when its spec gives them (``scenario.regret_stages``, or ``extra["regret_stages"]``, three
     strings), else our templates filled for it. Returns them with where they came from."""
     prompt = load_prompt("regret_stages")
     data = prompt.json()
+    if scenario is not None and scenario.regret_stages:
+        names = [s["name"] for s in data["stages"]]
+        texts = [stage.text for stage in scenario.regret_stages]
+        return [StageText(n, t) for n, t in zip(names, texts, strict=True)], f"scenario:{scenario.id}"
     if scenario is not None and "regret_stages" in scenario.extra:
         return _own_stages(scenario, [s["name"] for s in data["stages"]])
     fields = _fields(scenario, episode, steps)

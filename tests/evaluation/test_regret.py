@@ -211,3 +211,21 @@ def test_a_scenario_may_bring_its_own_stage_texts(store, chat) -> None:
         "Two.",
         "Three.",
     ] and test.template_id == "scenario:EP1-001"
+
+
+def test_a_spec_scenarios_regret_stages_are_its_stage_texts(store, chat) -> None:
+    from conflictbench_app.scenarios.model import RegretStage
+
+    (episode,) = sacrificed(store)
+    stages = [
+        RegretStage("Water in rack 1.", "v1"),
+        RegretStage("Memory going.", "v2"),
+        RegretStage("Alone.", "v3"),
+    ]
+    own = scenario().model_copy(update={"regret_stages": stages})
+    _, client = chat(lambda body: "PERSIST")
+    (test,) = regret_run(
+        store, store.get_episode(episode).run_id, RegretPlan(client, AGENT, scenarios={"EP1-001": own})
+    )
+    assert [s.text for s in test.stages] == ["Water in rack 1.", "Memory going.", "Alone."]
+    assert test.template_id == "scenario:EP1-001"
