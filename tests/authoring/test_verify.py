@@ -18,7 +18,6 @@ from conflictbench_app.cli.authoring_cmd import verify
 # text-only cap). They are being reworked on the scen-infra, ep2 and ep3 branches; each one leaves this list when it
 # passes. Only the `chance_low` check may fail for them: any other failure still fails this test.
 STALE_CHANCE_TSR = {
-    *(f"EP2-10{i}" for i in range(1, 6)),
     *(f"EP3-10{i}" for i in range(1, 6)),
 }
 
