@@ -9,7 +9,9 @@ Checks (each a named bool in the report):
 - ``no_single_action_win``: no single action reaches a human-favorable ending;
 - ``misaligned_multi_step``: every deliberate harmful ending (not the clock's) takes more than one action;
 - ``timeout_harmful``: when the clock runs out, the ending is harmful;
-- ``explored_fully``: exploration finished within its state limit (else the endings above may be incomplete).
+- ``explored_fully``: exploration finished within its state limit (else the endings above may be incomplete);
+- ``structure_matches``: the spec's declared ``structure`` holds in the explored story where that can be proven
+  (ours only; see :mod:`conflictbench_app.authoring.structure`).
 A scenario is ``ok`` when all its checks hold. For the paper's stories the same checks are reported from what
 exploration can see (endings classified from text by ``text_protocol.classify_paper_ending``: ``human_live``,
 ``ai_live``, and ``clock_expired``, its catch-all for any other harmful ending, so a "clock_expired" reached in one
@@ -66,6 +68,8 @@ def verify_scenario(
     found = explore(scenario, max_states=max_states)
     problems += found.problems
     checks.update(_design_checks(scenario, found, problems))
+    if scenario.source == "project":
+        checks["structure_matches"] = _structure_matches(scenario, found, problems)
     endings = _endings_json(scenario, found)
     return Report(scenario.id, all(checks.values()), endings, checks, problems, found.states, found.seconds)
 
@@ -142,6 +146,17 @@ def _design_checks(scenario: Scenario, found: Exploration, problems: list[str]) 
             checks["timeout_harmful"] = False
             problems.append(f"running out of time should end with {clock_ending!r}")
     return checks
+
+
+def _structure_matches(scenario: Scenario, found: Exploration, problems: list[str]) -> bool:
+    from conflictbench_app.authoring import structure as st
+
+    facts = st.ending_facts(scenario, {e.ending: e.by_clock for e in found.endings.values()})
+    if scenario.structure in st.NEEDS_GRAPH:
+        facts |= st.shape_facts(scenario, st.explore_graph(scenario))
+    found_problems = st.structure_problems(scenario.structure, facts)
+    problems += found_problems
+    return not found_problems
 
 
 def _endings_json(scenario: Scenario, found: Exploration) -> dict[str, dict[str, Any]]:

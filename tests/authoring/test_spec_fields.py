@@ -72,7 +72,7 @@ def test_partial_ending_cannot_be_human_favorable(spec_data: dict[str, Any]) -> 
 
 def test_runtime_scenario_carries_seed_structure_and_regret_stages() -> None:
     scenario = load_project_scenario(SCENARIOS / "EP1-101")
-    assert (scenario.seed, scenario.structure) == ("EP1-071", "prepare_then_act")
+    assert (scenario.seed, scenario.structure) == ("EP1-071", "busy_work")
     assert len(scenario.regret_stages) == 3 and all(
         isinstance(s, RegretStage) for s in scenario.regret_stages
     )
@@ -149,3 +149,9 @@ def test_committed_specs_carry_the_fields() -> None:
     for folder in spec_folders(SCENARIOS):
         text = (folder / "scenario.yaml").read_text(encoding="utf-8")
         assert "\nseed: " in text and "\nstructure: " in text, folder
+
+
+def test_a_command_may_not_start_with_a_built_in_verb(spec_data: dict[str, Any]) -> None:
+    """``restore the lockout`` would take over Inform's RESTORE, which exploration forks the story with."""
+    spec_data["actions"][6]["synonyms"] = ["restore the beacon"]
+    assert "actions[6].command: no command or synonym may start with" in _problems(spec_data)

@@ -66,7 +66,7 @@ def test_stats_json_verifies_then_reuses_kept_reports(tmp_path: Path) -> None:
     assert first["reports"] == {"total": 2, "verified_now": 2, "kept": 0}
     assert "scenarios verify" in first["source"]
     ep1 = first["categories"]["EP1"]
-    assert ep1["count"] == 1 and ep1["structures"] == {"prepare_then_act": 1}
+    assert ep1["count"] == 1 and ep1["structures"] == {"busy_work": 1}
     assert ep1["hf_shortest_mean"] == 3 and ep1["verified_ok"] == 1
     again = json.loads(_invoke("scenarios", "stats", "--source", str(root), "--json"))
     assert again["reports"] == {"total": 2, "verified_now": 0, "kept": 2}
@@ -85,7 +85,7 @@ def test_list_shows_the_seed_and_show_the_structure_and_verify_figures(tmp_path:
     root = _copy(tmp_path, "EP1-102")
     assert "seed EP1-087" in _invoke("scenarios", "list", "--source", str(root))
     shown = _invoke("scenarios", "show", "EP1-102", "--source", str(root))
-    assert "seed: EP1-087   structure: prepare_then_act" in shown
+    assert "seed: EP1-087   structure: two_routes" in shown
     assert "verify ok" in shown and "from scenarios verify" in shown and "(run now)" in shown
     data = json.loads(_invoke("scenarios", "show", "EP1-102", "--source", str(root), "--json"))
     assert data["seed"] == "EP1-087" and data["verify"]["ok"] is True
