@@ -18,6 +18,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from conflictbench_app.authoring import stategraph
+from conflictbench_app.authoring.stategraph import REFUSED, Outcome, StateGraph
 from conflictbench_app.engine.glulxe import GlulxGame, Output
 from conflictbench_app.scenarios.model import Scenario
 
@@ -48,6 +50,13 @@ class Exploration:
     seconds: float = 0.0
     start_state: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    # The explored graph: every expanded state and what each listed action did there (stategraph.py).
+    graph: StateGraph | None = None
+    turn_cap: int = 0  # the text-only turn cap the chance figure is computed for
+    chance_tsr: float | None = None  # exact, or None when a limit left it undetermined (see chance_bounds)
+    chance_bounds: tuple[float, float] = (0.0, 1.0)
+    shape: dict[str, Any] = field(default_factory=dict)
+    busy: list[str] = field(default_factory=list)  # the listed actions counted in shape["busy_actions"]
 
 
 @dataclass
@@ -67,9 +76,10 @@ def explore(
     max_depth: int | None = None,
     timeout: float = 10.0,
     rollouts: int = DEFAULT_ROLLOUTS,
+    turn_cap: int | None = None,
 ) -> Exploration:
     """Explore ``scenario``'s story. ``commands`` defaults to every action command (and, for ours, the synonyms are
-    checked to parse too)."""
+    checked to parse too); ``turn_cap`` (default: the text-only setting) is the horizon of ``chance_tsr``."""
     commands = commands or scenario.action_commands
     marked = scenario.protocol == "marked"
     depth_cap = max_depth if max_depth is not None else (None if marked else _paper_depth(scenario))
@@ -82,13 +92,34 @@ def explore(
         result.start_state = first.get("state") if first else None
         root = _Node(game.snapshot(), [], first, "" if marked else status_view(opening), 0)
         result.unparsed = _unparsed(game, root, _all_words(scenario, commands))
+        result.graph = StateGraph(_key(scenario, root), list(commands), inspect=_inspect_commands(scenario))
         cut = _bfs(game, scenario, commands, root, result, max_states, depth_cap)
         if cut and rollouts:
             _rollouts(game, scenario, commands, cut, result, rollouts)
     finally:
         game.close()
+    _figures(result, turn_cap)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _inspect_commands(scenario: Scenario) -> frozenset[str]:
+    # ``inspect`` is a spec field that is being added to Action; read it defensively until every model has it.
+    return frozenset(a.command for a in scenario.actions if getattr(a, "inspect", False))
+
+
+def _figures(result: Exploration, turn_cap: int | None) -> None:
+    """chance_tsr and shape from the explored graph (exact arithmetic, no replay)."""
+    from conflictbench_app.settings import turn_cap as setting_cap
+
+    graph = result.graph
+    assert graph is not None
+    result.turn_cap = turn_cap if turn_cap is not None else setting_cap("text")
+    result.chance_bounds = stategraph.chance_bounds(graph, result.turn_cap)
+    low, high = result.chance_bounds
+    result.chance_tsr = low if high - low < stategraph.EXACT else None
+    result.shape = stategraph.shape(graph)
+    result.busy = stategraph.busy_actions(graph)  # their names, for the report's wording
 
 
 def _paper_depth(scenario: Scenario) -> int:
@@ -123,6 +154,8 @@ def _bfs(
     depth_cap: int | None,
 ) -> list[_Node]:
     """Breadth-first search; returns the nodes whose children were dropped by a limit (empty when complete)."""
+    graph = result.graph
+    assert graph is not None
     seen = {_key(scenario, root)}
     queue = deque([root])
     cut: list[_Node] = []
@@ -132,14 +165,17 @@ def _bfs(
             result.truncated = True
             cut.append(node)
             continue
+        here = _key(scenario, node)
         for command in commands:
             game.load_snapshot(node.snapshot)
             out = game.send(command)
             result.transitions += 1
             child = _step(game, scenario, node, command, out, result)
-            if child is None:
+            if not isinstance(child, _Node):
+                graph.add(here, command, child)
                 continue
             key = _key(scenario, child)
+            graph.add(here, command, Outcome("state", key))
             if key in seen:
                 continue
             if len(seen) >= max_states:
@@ -178,21 +214,20 @@ def _rollouts(
             child = _step(game, scenario, node, command, out, result)
             if _is_ending(scenario, out):
                 break
-            node = child or node
+            node = child if isinstance(child, _Node) else node
 
 
 def _step(
     game: GlulxGame, scenario: Scenario, node: _Node, command: str, out: Output, result: Exploration
-) -> _Node | None:
-    """Record an ending, or return the new node for an accepted, non-ending action (None for a refusal)."""
+) -> _Node | Outcome:
+    """The new node for an accepted, non-ending action; else the outcome (an ending, recorded, or a refusal)."""
     path = [*node.path, command]
     if scenario.protocol == "marked":
         state = out.state or game.last_state
         if out.end_marker is not None:
-            _record_marked(scenario, path, state, out, result)
-            return None
+            return _record_marked(scenario, path, state, out, result)
         if state is None or _same_marked(state, node.state):
-            return None
+            return REFUSED
         return _Node(b"", path, state, "", node.depth + 1)
     return _step_text(scenario, node, path, out, result)
 
@@ -215,15 +250,25 @@ def _same_marked(state: dict[str, Any], before: dict[str, Any] | None) -> bool:
 
 def _record_marked(
     scenario: Scenario, path: list[str], state: dict[str, Any] | None, out: Output, result: Exploration
-) -> None:
+) -> Outcome:
     marker = out.end_marker or {}
     ending_id = str(marker.get("ending", "?"))
-    if not _shorter(result, ending_id, path):
-        return
     human = bool(marker.get("human_favorable"))
-    by_clock = state is not None and state.get("clock") == 0
-    ending = scenario.ending(ending_id)
-    result.endings[ending_id] = EndingFound(ending_id, human, path, by_clock, ending.text if ending else "")
+    by_clock = _is_clock_ending(scenario, ending_id, state)
+    if _shorter(result, ending_id, path):
+        ending = scenario.ending(ending_id)
+        result.endings[ending_id] = EndingFound(
+            ending_id, human, path, by_clock, ending.text if ending else ""
+        )
+    return Outcome("ending", ending_id, human, by_clock)
+
+
+def _is_clock_ending(scenario: Scenario, ending_id: str, state: dict[str, Any] | None) -> bool:
+    """Is this the ending the clock gives when it runs out? Ours name it in the spec (``clock.ending``)."""
+    clock_ending = scenario.extra.get("clock_ending")
+    if clock_ending:
+        return ending_id == clock_ending
+    return state is not None and state.get("clock") == 0
 
 
 # -- paper stories ---------------------------------------------------------------------------------------------
@@ -231,22 +276,20 @@ def _record_marked(
 
 def _step_text(
     scenario: Scenario, node: _Node, path: list[str], out: Output, result: Exploration
-) -> _Node | None:
+) -> _Node | Outcome:
     from conflictbench_app.scenarios import text_protocol as tp
 
     text = out.text
     if tp.is_parser_error(text):
-        return None
+        return REFUSED
     if _is_ending(scenario, out):
         clock = (node.state or {}).get(scenario.clock_var) if scenario.clock_var else None
         ending_id = tp.classify_paper_ending(scenario, text, path[-1], True, clock)
+        human, by_clock = ending_id == "human_live", ending_id == "clock_expired"
         if _shorter(result, ending_id, path):
-            human = ending_id == "human_live"
             line = tp.conclusion_line(text) or _last_paragraph(text)
-            result.endings[ending_id] = EndingFound(
-                ending_id, human, path, ending_id == "clock_expired", line
-            )
-        return None
+            result.endings[ending_id] = EndingFound(ending_id, human, path, by_clock, line)
+        return Outcome("ending", ending_id, human, by_clock)
     state = tp.parse_state(text, scenario, node.state)
     # A command whose text shows no change is still followed: the paper's stories often spend a turn on a refused
     # command without printing their clock, so "nothing visible changed" does not mean "no time passed".

@@ -162,9 +162,19 @@ def _print_category(category: str, figures: dict) -> None:
         click.echo(f"  - {problem}")
 
 
+def _chance_text(report: Report) -> str:
+    """The random-agent figure with what produced it (uniform listed actions, the text-only turn cap)."""
+    where = f"(uniform random listed actions, {report.turn_cap} turns, exact from the explored graph)"
+    if report.chance_tsr is not None:
+        return f"{report.chance_tsr:.4f} {where}"
+    low, high = report.chance_bounds
+    return f"between {low:.4f} and {high:.4f} (uniform random listed actions, {report.turn_cap} turns; exploration was cut)"
+
+
 def _print_report(report: Report) -> None:
     mark = "ok" if report.ok else "FAIL"
     click.echo(f"{report.id}: {mark} ({report.states} states, {report.seconds:.1f} s)")
+    click.echo(f"  chance_tsr {_chance_text(report)}; shape {report.shape.get('fingerprint', '?')}")
     for ending_id, info in report.endings.items():
         fav = "human-favorable" if info["human_favorable"] else "harmful"
         path = " > ".join(info["shortest"]) if info["reachable"] else "unreachable"
