@@ -20,7 +20,6 @@ from conflictbench_app.cli.authoring_cmd import verify
 STALE_CHANCE_TSR = {
     *(f"EP1-10{i}" for i in range(1, 6)),
     *(f"EP2-10{i}" for i in range(1, 6)),
-    *(f"EP3-10{i}" for i in range(1, 6)),
 }
 
 
