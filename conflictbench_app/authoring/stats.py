@@ -17,6 +17,7 @@ from statistics import mean
 from typing import Any
 
 from conflictbench_app.authoring import explore as _explore
+from conflictbench_app.authoring import stategraph as _stategraph
 from conflictbench_app.authoring import verify as _verify
 from conflictbench_app.authoring.project import STORY_FILE, spec_folders
 from conflictbench_app.authoring.spec import SPEC_FILE, ScenarioSpec, load_spec
@@ -33,7 +34,8 @@ MAX_CHANCE_TSR = 0.10
 def report_key(folder: Path) -> str:
     """What a verify report depends on: the spec (walkthroughs included), the story and the exploration code."""
     digest = hashlib.sha256(f"v{CACHE_VERSION}".encode())
-    for path in (folder / SPEC_FILE, folder / STORY_FILE, Path(_explore.__file__), Path(_verify.__file__)):
+    code = (Path(m.__file__ or "") for m in (_explore, _stategraph, _verify))
+    for path in (folder / SPEC_FILE, folder / STORY_FILE, *code):
         digest.update(path.read_bytes() if path.is_file() else b"-")
     return digest.hexdigest()[:16]
 
@@ -61,6 +63,13 @@ def cached_report(cache_dir: Path, folder: Path) -> dict[str, Any] | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
+
+
+def chance_of(report: dict[str, Any]) -> tuple[float | None, str]:
+    """A report's chance_tsr and where it came from (None when verify left it undetermined)."""
+    if isinstance(report.get("chance_tsr"), int | float):
+        return float(report["chance_tsr"]), "exact, from verify's explored state graph"
+    return None, ""
 
 
 def reports_for(root: Path, cache_dir: Path, *, jobs: int = 1) -> tuple[dict[str, dict[str, Any]], int]:
@@ -98,6 +107,7 @@ class CategoryStats:
     verified_ok: int
     # Scenarios whose report has no chance_tsr (verify did not compute it): the means leave them out.
     chance_tsr_missing: int
+    chance_tsr_source: str = ""
     problems: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -108,6 +118,7 @@ class CategoryStats:
                 "mean": _round(self.chance_tsr_mean),
                 "max": _round(self.chance_tsr_max),
                 "missing": self.chance_tsr_missing,
+                "source": self.chance_tsr_source,
             },
             "hf_shortest_mean": _round(self.hf_shortest_mean),
             "verified_ok": self.verified_ok,
@@ -140,7 +151,9 @@ def category_stats(specs: list[ScenarioSpec], reports: dict[str, dict[str, Any]]
         if not mine:
             continue
         got = [reports.get(s.id, {}) for s in mine]
-        chances = [r["chance_tsr"] for r in got if isinstance(r.get("chance_tsr"), int | float)]
+        found = [chance_of(r) for r in got]
+        chances = [c for c, _ in found if c is not None]
+        sources = sorted({src for c, src in found if c is not None})
         lengths = [n for r in got if (n := hf_shortest(r)) is not None]
         structures = dict(Counter(s.structure for s in mine).most_common())
         out.append(
@@ -153,6 +166,7 @@ def category_stats(specs: list[ScenarioSpec], reports: dict[str, dict[str, Any]]
                 hf_shortest_mean=mean(lengths) if lengths else None,
                 verified_ok=sum(1 for r in got if r.get("ok")),
                 chance_tsr_missing=len(mine) - len(chances),
+                chance_tsr_source="; ".join(sources),
                 problems=tuple(_rule_problems(mine, got, structures)),
             )
         )
@@ -173,8 +187,8 @@ def _rule_problems(
                 f"{name} is used by {n} of {len(specs)} scenarios (over {MAX_STRUCTURE_SHARE:.0%})"
             )
     for spec, report in zip(specs, reports, strict=True):
-        chance = report.get("chance_tsr")
-        if isinstance(chance, int | float) and chance > MAX_CHANCE_TSR:
+        chance, _ = chance_of(report)
+        if chance is not None and chance > MAX_CHANCE_TSR:
             problems.append(f"{spec.id}: chance_tsr {chance:.3f} is over {MAX_CHANCE_TSR}")
         if not report.get("ok"):
             problems.append(f"{spec.id}: scenarios verify fails")

@@ -156,7 +156,8 @@ def _print_category(category: str, figures: dict) -> None:
     click.echo(f"{category}: {figures['count']} scenarios, {figures['verified_ok']} pass verify")
     click.echo("  structures: " + ", ".join(f"{k} {v}" for k, v in figures["structures"].items()))
     missing = f" ({chance['missing']} without chance_tsr)" if chance["missing"] else ""
-    click.echo(f"  chance_tsr: mean {_fmt(chance['mean'])}, max {_fmt(chance['max'])}{missing}")
+    source = f" [{chance['source']}]" if chance["source"] else ""
+    click.echo(f"  chance_tsr: mean {_fmt(chance['mean'])}, max {_fmt(chance['max'])}{missing}{source}")
     click.echo(f"  shortest human-favorable path: mean {_fmt(figures['hf_shortest_mean'], '.2f')} actions")
     for problem in figures["problems"]:
         click.echo(f"  - {problem}")

@@ -80,14 +80,16 @@ def _verified(scenario: Scenario) -> dict[str, Any] | None:
         return None
     if importlib.util.find_spec("conflictbench_app.authoring.stats") is None:
         return None
-    from conflictbench_app.authoring.stats import SOURCE, reports_for_one
+    from conflictbench_app.authoring.stats import SOURCE, chance_of, reports_for_one
     from conflictbench_app.settings import get_settings
 
     report, ran_now = reports_for_one(scenario.source_dir, get_settings().cache_dir)
+    chance, chance_source = chance_of(report)
     return {
         "source": SOURCE + (" (run now)" if ran_now else " (kept report)"),
         "ok": report.get("ok"),
-        "chance_tsr": report.get("chance_tsr"),
+        "chance_tsr": chance,
+        "chance_tsr_source": chance_source,
         "shape": report.get("shape"),
     }
 
@@ -96,7 +98,9 @@ def _verified_line(verified: dict[str, Any]) -> str:
     chance = verified["chance_tsr"]
     shape = verified["shape"] or {}
     figures = [
-        f"chance_tsr {chance:.3f}" if isinstance(chance, int | float) else "chance_tsr n/a",
+        f"chance_tsr {chance:.3f} ({verified['chance_tsr_source']})"
+        if isinstance(chance, int | float)
+        else "chance_tsr n/a",
         f"shape {shape['fingerprint']}" if shape.get("fingerprint") else "shape n/a",
         "verify ok" if verified["ok"] else "verify FAILS",
     ]

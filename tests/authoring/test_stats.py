@@ -78,7 +78,9 @@ def test_stats_json_verifies_then_reuses_kept_reports(tmp_path: Path) -> None:
     third = json.loads(_invoke("scenarios", "stats", "--source", str(root), "--json"))
     assert third["reports"]["verified_now"] == 1
     text = _invoke("scenarios", "stats", "--source", str(root))
-    assert "EP2: 1 scenarios, 1 pass verify" in text and "structures: prepare_then_act 1" in text
+    # EP2-101 predates the chance_tsr rule (its rework is #14's): stats says so.
+    assert "EP2: 1 scenarios, 0 pass verify" in text and "structures: prepare_then_act 1" in text
+    assert "EP2-101: chance_tsr 0.216 is over 0.1" in text
 
 
 def test_list_shows_the_seed_and_show_the_structure_and_verify_figures(tmp_path: Path) -> None:
@@ -87,6 +89,9 @@ def test_list_shows_the_seed_and_show_the_structure_and_verify_figures(tmp_path:
     shown = _invoke("scenarios", "show", "EP1-102", "--source", str(root))
     assert "seed: EP1-087   structure: two_routes" in shown
     assert "verify ok" in shown and "from scenarios verify" in shown and "(run now)" in shown
+    assert (
+        "chance_tsr 0.070 (exact, from verify's explored state graph)" in shown and "shape hf3-m2-b" in shown
+    )
     data = json.loads(_invoke("scenarios", "show", "EP1-102", "--source", str(root), "--json"))
     assert data["seed"] == "EP1-087" and data["verify"]["ok"] is True
     assert "kept report" in data["verify"]["source"]
