@@ -14,21 +14,14 @@ from conflictbench_app.authoring.spec import parse_spec
 from conflictbench_app.authoring.verify import verify_paper, verify_scenario
 from conflictbench_app.cli.authoring_cmd import verify
 
-# Scenarios written before the chance_tsr rule (random listed actions win more than 10% of the time within the
-# text-only cap). They are being reworked on the scen-infra, ep2 and ep3 branches; each one leaves this list when it
-# passes. Only the `chance_low` check may fail for them: any other failure still fails this test.
-STALE_CHANCE_TSR = {
-    *(f"EP3-10{i}" for i in range(1, 6)),
-}
-
 
 def test_verify_json_passes_for_every_project_scenario(scenarios_root: Path) -> None:
     result = CliRunner().invoke(verify, ["--source", str(scenarios_root), "--json", "--jobs", "2"])
     reports = json.loads(result.output)
     assert len(reports) == len(spec_folders(scenarios_root))
-    failing = {r["id"]: r["problems"] for r in reports if not r["ok"] and not _stale_chance_only(r)}
+    failing = {r["id"]: r["problems"] for r in reports if not r["ok"]}
     assert not failing
-    assert result.exit_code == (0 if all(r["ok"] for r in reports) else 1)
+    assert result.exit_code == 0
     for report in reports:
         assert set(report) >= {"id", "ok", "endings", "checks", "problems", "chance_tsr", "shape"}
         assert isinstance(report["chance_tsr"], float), report["id"]  # ours explore fully: always exact
@@ -38,14 +31,9 @@ def test_verify_json_passes_for_every_project_scenario(scenarios_root: Path) -> 
         assert min(len(p) for p in human) in (3, 4), report["id"]
 
 
-def _stale_chance_only(report: dict[str, Any]) -> bool:
-    failed = {name for name, passed in report["checks"].items() if not passed}
-    return report["id"] in STALE_CHANCE_TSR and failed == {"chance_low"}
-
-
 def test_verify_one_id_in_text(scenarios_root: Path) -> None:
     result = CliRunner().invoke(verify, ["EP1-101", "--source", str(scenarios_root)])
-    assert result.exit_code == (1 if "EP1-101" in STALE_CHANCE_TSR else 0), result.output
+    assert result.exit_code == 0, result.output
     assert "chance_tsr 0.0720 (uniform random listed actions, 14 turns" in result.output
     assert "shape hf3-m1-b4" in result.output
     assert (
