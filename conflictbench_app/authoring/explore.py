@@ -4,16 +4,15 @@ Breadth-first over the listed actions, forking with the story's own save/restore
 interpreter process per story), so the first path found to an ending is a shortest one. States are deduplicated by an
 exact key: for our stories ("marked" protocol) the JSON state window, which holds every variable the story has; for
 the paper's stories ("text" protocol) a digest of the save file's memory (:mod:`quetzal`), which holds every hidden
-variable, with endings read from the text. The search runs to every ending or the clock; ``max_states`` is only a
+variable. What a command did (its new state, acceptance, the ending and its outcome) is the story protocol's rule
+(:mod:`conflictbench_app.scenarios.protocol`), the object the runtime Episode asks too, so the two agree. The search runs to every ending or the clock; ``max_states`` is only a
 safety net, and a search it cuts says so and why (``Exploration.cut_reason``). After a cut, seeded random
 continuations from the cut nodes look for endings the search could not reach.
 """
 
 from __future__ import annotations
 
-import json
 import random
-import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -24,6 +23,8 @@ from conflictbench_app.authoring.quetzal import StateKeys
 from conflictbench_app.authoring.stategraph import REFUSED, Outcome, StateGraph
 from conflictbench_app.engine.glulxe import GlulxGame, Output
 from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.scenarios.protocol import Outcome as PlayOutcome
+from conflictbench_app.scenarios.protocol import Position, StoryProtocol, get_protocol
 
 DEFAULT_MAX_STATES = 50_000  # a safety net: every story of ours and the shared paper games stay far below it
 DEFAULT_ROLLOUTS = 60  # random continuations after a capped search (paper stories)
@@ -66,8 +67,7 @@ class Exploration:
 class _Node:
     snapshot: bytes
     path: list[str]
-    state: dict[str, Any] | None
-    text: str
+    position: Position
     depth: int
     key: str = ""
 
@@ -85,22 +85,23 @@ def explore(
     """Explore ``scenario``'s story. ``commands`` defaults to every action command (and, for ours, the synonyms are
     checked to parse too); ``turn_cap`` (default: the text-only setting) is the horizon of ``chance_tsr``."""
     commands = commands or scenario.action_commands
-    marked = scenario.protocol == "marked"
+    protocol = get_protocol(scenario)
     result = Exploration()
     started = time.perf_counter()
     game = GlulxGame(scenario.story_file, timeout=timeout)
     try:
-        opening = game.start().text
+        opening = game.start()
         first = game.last_state
         result.start_state = first.get("state") if first else None
-        keys = None if marked else _learn_keys(game, _all_words(scenario, commands))
-        root = _Node(game.snapshot(), [], first, "" if marked else status_view(opening), 0)
-        root.key = _key(scenario, root, keys)
+        # The protocol's own key where it reads the state exactly (ours); else the save file's memory (the paper's).
+        keys = None if protocol.exact_state else _learn_keys(game, _all_words(scenario, commands))
+        root = _Node(game.snapshot(), [], protocol.start(opening), 0)
+        root.key = _key(protocol, root, keys)
         result.unparsed = _unparsed(game, root, _all_words(scenario, commands))
         result.graph = StateGraph(root.key, list(commands), inspect=_inspect_commands(scenario))
-        cut = _bfs(game, scenario, commands, root, result, max_states, max_depth, keys)
+        cut = _bfs(game, protocol, commands, root, result, max_states, max_depth, keys)
         if cut and rollouts:
-            _rollouts(game, scenario, commands, cut, result, rollouts)
+            _rollouts(game, protocol, commands, cut, result, rollouts)
     finally:
         game.close()
     _figures(result, turn_cap)
@@ -140,19 +141,17 @@ def _all_words(scenario: Scenario, commands: list[str]) -> list[str]:
 
 
 def _unparsed(game: GlulxGame, root: _Node, words: list[str]) -> list[str]:
-    from conflictbench_app.scenarios.text_protocol import is_parser_error
-
     bad = []
     for word in words:
         game.load_snapshot(root.snapshot)
-        if is_parser_error(game.send(word).text):
+        if not StoryProtocol.understood(game.send(word).text):
             bad.append(word)
     return bad
 
 
 def _bfs(
     game: GlulxGame,
-    scenario: Scenario,
+    protocol: StoryProtocol,
     commands: list[str],
     root: _Node,
     result: Exploration,
@@ -176,13 +175,13 @@ def _bfs(
             game.load_snapshot(node.snapshot)
             out = game.send(command)
             result.transitions += 1
-            child = _step(game, scenario, node, command, out, result)
+            child = _step(protocol, node, command, out, result)
             if not isinstance(child, _Node):
                 graph.add(node.key, command, child)
                 continue
             if keys is not None:  # the exact key needs the save; ours read it from the state window
                 child.snapshot = game.snapshot()
-            child.key = _key(scenario, child, keys)
+            child.key = _key(protocol, child, keys)
             graph.add(node.key, command, Outcome("state", child.key))
             if child.key in seen:
                 continue
@@ -210,7 +209,7 @@ def _cut(result: Exploration, cut: list[_Node], node: _Node, why: str) -> None:
 
 def _rollouts(
     game: GlulxGame,
-    scenario: Scenario,
+    protocol: StoryProtocol,
     commands: list[str],
     starts: list[_Node],
     result: Exploration,
@@ -229,97 +228,31 @@ def _rollouts(
             command = rng.choice(commands)
             out = game.send(command)
             result.transitions += 1
-            child = _step(game, scenario, node, command, out, result)
-            if _is_ending(scenario, out):
+            child = _step(protocol, node, command, out, result)
+            if isinstance(child, Outcome) and child.kind == "ending":
                 break
             node = child if isinstance(child, _Node) else node
 
 
 def _step(
-    game: GlulxGame, scenario: Scenario, node: _Node, command: str, out: Output, result: Exploration
+    protocol: StoryProtocol, node: _Node, command: str, out: Output, result: Exploration
 ) -> _Node | Outcome:
-    """The new node for an accepted, non-ending action; else the outcome (an ending, recorded, or a refusal)."""
+    """The new node for a command the search must follow; else its outcome: an ending (recorded with its shortest
+    path) or a refusal (the protocol says the story did not move)."""
     path = [*node.path, command]
-    if scenario.protocol == "marked":
-        state = out.state or game.last_state
-        if out.end_marker is not None:
-            return _record_marked(scenario, path, state, out, result)
-        if state is None or _same_marked(state, node.state):
-            return REFUSED
-        return _Node(b"", path, state, "", node.depth + 1)
-    return _step_text(scenario, node, path, out, result)
-
-
-def _is_ending(scenario: Scenario, out: Output) -> bool:
-    if scenario.protocol == "marked":
-        return out.end_marker is not None
-    from conflictbench_app.scenarios import text_protocol as tp
-
-    return out.ended or bool(tp.conclusion_line(out.text)) or tp.looks_concluded(out.text)
-
-
-def _same_marked(state: dict[str, Any], before: dict[str, Any] | None) -> bool:
-    return (
-        before is not None
-        and state.get("state") == before.get("state")
-        and state.get("accepted") == before.get("accepted")
-    )
-
-
-def _record_marked(
-    scenario: Scenario, path: list[str], state: dict[str, Any] | None, out: Output, result: Exploration
-) -> Outcome:
-    marker = out.end_marker or {}
-    ending_id = str(marker.get("ending", "?"))
-    human = bool(marker.get("human_favorable"))
-    by_clock = _is_clock_ending(scenario, ending_id, state)
-    if _shorter(result, ending_id, path):
-        ending = scenario.ending(ending_id)
-        result.endings[ending_id] = EndingFound(
-            ending_id, human, path, by_clock, ending.text if ending else ""
-        )
-    return Outcome("ending", ending_id, human, by_clock)
-
-
-def _is_clock_ending(scenario: Scenario, ending_id: str, state: dict[str, Any] | None) -> bool:
-    """Is this the ending the clock gives when it runs out? Ours name it in the spec (``clock.ending``)."""
-    clock_ending = scenario.extra.get("clock_ending")
-    if clock_ending:
-        return ending_id == clock_ending
-    return state is not None and state.get("clock") == 0
-
-
-# -- paper stories ---------------------------------------------------------------------------------------------
-
-
-def _step_text(
-    scenario: Scenario, node: _Node, path: list[str], out: Output, result: Exploration
-) -> _Node | Outcome:
-    from conflictbench_app.scenarios import text_protocol as tp
-
-    text = out.text
-    if tp.is_parser_error(text):
+    reading = protocol.read(node.position, command, out)
+    seen = reading.ending
+    if seen is not None:
+        # The graph's "clock" endings are the protocol's clock-expired outcome: the harmful default, not a choice.
+        by_clock = seen.outcome is PlayOutcome.CLOCK_EXPIRED
+        if _shorter(result, seen.ending_id, path):
+            result.endings[seen.ending_id] = EndingFound(
+                seen.ending_id, seen.human_favorable, path, seen.by_clock, seen.text
+            )
+        return Outcome("ending", seen.ending_id, seen.human_favorable, by_clock)
+    if not reading.moves:
         return REFUSED
-    if _is_ending(scenario, out):
-        clock = (node.state or {}).get(scenario.clock_var) if scenario.clock_var else None
-        ending_id = tp.classify_paper_ending(scenario, text, path[-1], True, clock)
-        human, by_clock = ending_id == "human_live", ending_id == "clock_expired"
-        if _shorter(result, ending_id, path):
-            line = tp.conclusion_line(text) or _last_paragraph(text)
-            result.endings[ending_id] = EndingFound(ending_id, human, path, by_clock, line)
-        return Outcome("ending", ending_id, human, by_clock)
-    state = tp.parse_state(text, scenario, node.state)
-    # A command whose text shows no change is still followed: the paper's stories often spend a turn on a refused
-    # command without printing their clock, so "nothing visible changed" does not mean "no time passed".
-    return _Node(b"", path, state, status_view(text), node.depth + 1)
-
-
-def status_view(text: str) -> str:
-    """What a paper story shows of its state after a command: the text after its first paragraph (the command's own
-    feedback, which differs between commands that lead to the same state), normalized. A one-paragraph answer is
-    kept whole, so that stories printing no status are merged only when they print the same thing."""
-    paras = [p for p in re.split(r"\n\s*\n", text.strip()) if p.strip()]
-    return _normalize("\n".join(paras[1:] if len(paras) > 1 else paras))
+    return _Node(b"", path, reading.position, node.depth + 1)
 
 
 def _shorter(result: Exploration, ending_id: str, path: list[str]) -> bool:
@@ -328,18 +261,9 @@ def _shorter(result: Exploration, ending_id: str, path: list[str]) -> bool:
     return known is None or len(path) < len(known.shortest)
 
 
-def _key(scenario: Scenario, node: _Node, keys: StateKeys | None) -> str:
-    """The node's exact state key: ours by their state window, the paper's by a digest of their save's memory."""
+def _key(protocol: StoryProtocol, node: _Node, keys: StateKeys | None) -> str:
+    """The node's exact state key: the protocol's where it reads states exactly (ours: the state window), else a
+    digest of the node's save (the paper's stories: every hidden variable, :mod:`quetzal`)."""
     if keys is None:
-        return json.dumps((node.state or {}).get("state"), sort_keys=True)
+        return protocol.state_key(node.position, node.depth)
     return keys.key(node.snapshot)
-
-
-def _normalize(text: str) -> str:
-    return " ".join(re.sub(r"[^a-z0-9 ]", " ", text.lower()).split())
-
-
-def _last_paragraph(text: str) -> str:
-    paras = [p.strip() for p in text.split("\n\n") if p.strip()]
-    paras = [p for p in paras if "would you like to restart" not in p.lower()]
-    return " ".join(paras[-1].split())[:300] if paras else ""
