@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 import struct
+from collections.abc import Sequence
 from typing import Protocol
 
 _ZERO_RUN = re.compile(rb"\x00(.)", re.S)
@@ -31,6 +32,7 @@ _NONSENSE = (
 class _Snapshotting(Protocol):
     def snapshot(self) -> bytes: ...
     def load_snapshot(self, data: bytes) -> object: ...
+    def send(self, line: str) -> object: ...
 
 
 def chunks(save: bytes) -> dict[str, bytes]:
@@ -66,7 +68,7 @@ class StateKeys:
         self.stack_mask = stack_mask
 
     @classmethod
-    def learn(cls, game: _Snapshotting, words: list[str] = ()) -> tuple[StateKeys, bytes]:  # type: ignore[assignment]
+    def learn(cls, game: _Snapshotting, words: Sequence[str] = ()) -> tuple[StateKeys, bytes]:
         """Learn the volatile offsets from the game's current state; returns the keys and a save of that state
         taken after a restore (as every other state's save is). ``words``: the story's command words, so that the
         word table's dictionary slots are filled too (by lines that start with a word no story knows as a verb)."""
