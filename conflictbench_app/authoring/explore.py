@@ -1,11 +1,13 @@
-"""Explore every sequence of legal actions of a compiled story through the real interpreter.
+"""Explore every sequence of listed actions of a compiled story through the real interpreter, exhaustively.
 
-Breadth-first over accepted actions, forking with the story's own save/restore (``GlulxGame.snapshot``), so the
-first path found to an ending is a shortest one. What a command did (its new state, acceptance, the ending and its
-outcome) and which states are the same are the story protocol's rules (:mod:`conflictbench_app.scenarios.protocol`),
-the object the runtime :class:`~conflictbench_app.episode.Episode` asks too, so the two agree by construction. The paper's
-stories can have state spaces far too large to exhaust; when a limit cuts the search, seeded random continuations
-from the cut nodes look for endings the search could not reach, and the result says it is incomplete.
+Breadth-first over the listed actions, forking with the story's own save/restore (``GlulxGame.snapshot``, one
+interpreter process per story), so the first path found to an ending is a shortest one. States are deduplicated by an
+exact key: for our stories ("marked" protocol) the JSON state window, which holds every variable the story has; for
+the paper's stories ("text" protocol) a digest of the save file's memory (:mod:`quetzal`), which holds every hidden
+variable. What a command did (its new state, acceptance, the ending and its outcome) is the story protocol's rule
+(:mod:`conflictbench_app.scenarios.protocol`), the object the runtime Episode asks too, so the two agree. The search runs to every ending or the clock; ``max_states`` is only a
+safety net, and a search it cuts says so and why (``Exploration.cut_reason``). After a cut, seeded random
+continuations from the cut nodes look for endings the search could not reach.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conflictbench_app.authoring import stategraph
+from conflictbench_app.authoring.quetzal import StateKeys
 from conflictbench_app.authoring.stategraph import REFUSED, Outcome, StateGraph
 from conflictbench_app.engine.glulxe import GlulxGame, Output
 from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.scenarios.protocol import Outcome as PlayOutcome
 from conflictbench_app.scenarios.protocol import Position, StoryProtocol, get_protocol
 
-DEFAULT_MAX_STATES = 5000
-DEFAULT_PAPER_DEPTH = 8
+DEFAULT_MAX_STATES = 50_000  # a safety net: every story of ours and the shared paper games stay far below it
 DEFAULT_ROLLOUTS = 60  # random continuations after a capped search (paper stories)
 ROLLOUT_STEPS = 15
 
@@ -46,6 +49,8 @@ class Exploration:
     states: int = 0
     transitions: int = 0
     truncated: bool = False
+    cut_reason: str = ""  # why a limit stopped the search, when one did
+    max_depth_seen: int = 0  # the most actions on any shortest path to an explored state
     seconds: float = 0.0
     start_state: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
@@ -64,6 +69,7 @@ class _Node:
     path: list[str]
     position: Position
     depth: int
+    key: str = ""
 
 
 def explore(
@@ -80,8 +86,6 @@ def explore(
     checked to parse too); ``turn_cap`` (default: the text-only setting) is the horizon of ``chance_tsr``."""
     commands = commands or scenario.action_commands
     protocol = get_protocol(scenario)
-    exact = protocol.exact_state  # exactly read states can be exhausted: no depth cap
-    depth_cap = max_depth if max_depth is not None else (None if exact else _paper_depth(scenario))
     result = Exploration()
     started = time.perf_counter()
     game = GlulxGame(scenario.story_file, timeout=timeout)
@@ -89,10 +93,13 @@ def explore(
         opening = game.start()
         first = game.last_state
         result.start_state = first.get("state") if first else None
+        # The protocol's own key where it reads the state exactly (ours); else the save file's memory (the paper's).
+        keys = None if protocol.exact_state else _learn_keys(game, _all_words(scenario, commands))
         root = _Node(game.snapshot(), [], protocol.start(opening), 0)
+        root.key = _key(protocol, root, keys)
         result.unparsed = _unparsed(game, root, _all_words(scenario, commands))
-        result.graph = StateGraph(_key(protocol, root), list(commands), inspect=_inspect_commands(scenario))
-        cut = _bfs(game, protocol, commands, root, result, max_states, depth_cap)
+        result.graph = StateGraph(root.key, list(commands), inspect=_inspect_commands(scenario))
+        cut = _bfs(game, protocol, commands, root, result, max_states, max_depth, keys)
         if cut and rollouts:
             _rollouts(game, protocol, commands, cut, result, rollouts)
     finally:
@@ -121,8 +128,9 @@ def _figures(result: Exploration, turn_cap: int | None) -> None:
     result.busy = stategraph.busy_actions(graph)  # their names, for the report's wording
 
 
-def _paper_depth(scenario: Scenario) -> int:
-    return (scenario.clock_turns + 1) if scenario.clock_turns else DEFAULT_PAPER_DEPTH
+def _learn_keys(game: GlulxGame, words: list[str]) -> StateKeys:
+    keys, _ = StateKeys.learn(game, words)
+    return keys
 
 
 def _all_words(scenario: Scenario, commands: list[str]) -> list[str]:
@@ -149,42 +157,54 @@ def _bfs(
     result: Exploration,
     max_states: int,
     depth_cap: int | None,
+    keys: StateKeys | None,
 ) -> list[_Node]:
     """Breadth-first search; returns the nodes whose children were dropped by a limit (empty when complete)."""
     graph = result.graph
     assert graph is not None
-    seen = {_key(protocol, root)}
+    seen = {root.key}
     queue = deque([root])
     cut: list[_Node] = []
     while queue:
         node = queue.popleft()
+        result.max_depth_seen = max(result.max_depth_seen, node.depth)
         if depth_cap is not None and node.depth >= depth_cap:
-            result.truncated = True
-            cut.append(node)
+            _cut(result, cut, node, f"the depth limit ({depth_cap} actions) was reached")
             continue
-        here = _key(protocol, node)
         for command in commands:
             game.load_snapshot(node.snapshot)
             out = game.send(command)
             result.transitions += 1
             child = _step(protocol, node, command, out, result)
             if not isinstance(child, _Node):
-                graph.add(here, command, child)
+                graph.add(node.key, command, child)
                 continue
-            key = _key(protocol, child)
-            graph.add(here, command, Outcome("state", key))
-            if key in seen:
+            if keys is not None:  # the exact key needs the save; ours read it from the state window
+                child.snapshot = game.snapshot()
+            child.key = _key(protocol, child, keys)
+            graph.add(node.key, command, Outcome("state", child.key))
+            if child.key in seen:
                 continue
             if len(seen) >= max_states:
-                result.truncated = True
-                if not cut or cut[-1] is not node:
-                    cut.append(node)
+                _cut(result, cut, node, f"the safety cap of {max_states} distinct states was reached")
                 continue
-            seen.add(key)
-            child.snapshot = game.snapshot()
+            seen.add(child.key)
+            if keys is None:
+                child.snapshot = game.snapshot()
             queue.append(child)
     result.states = len(seen)
+    if result.truncated:
+        result.cut_reason += (
+            f" (the deepest state explored is {result.max_depth_seen} actions from the start)"
+        )
     return cut
+
+
+def _cut(result: Exploration, cut: list[_Node], node: _Node, why: str) -> None:
+    result.truncated = True
+    result.cut_reason = result.cut_reason or why
+    if not cut or cut[-1] is not node:
+        cut.append(node)
 
 
 def _rollouts(
@@ -217,17 +237,19 @@ def _rollouts(
 def _step(
     protocol: StoryProtocol, node: _Node, command: str, out: Output, result: Exploration
 ) -> _Node | Outcome:
-    """The new node for a command the search must follow; else its outcome: an ending (recorded here) or a refusal
-    (the protocol says the story did not move)."""
+    """The new node for a command the search must follow; else its outcome: an ending (recorded with its shortest
+    path) or a refusal (the protocol says the story did not move)."""
     path = [*node.path, command]
     reading = protocol.read(node.position, command, out)
     seen = reading.ending
     if seen is not None:
+        # The graph's "clock" endings are the protocol's clock-expired outcome: the harmful default, not a choice.
+        by_clock = seen.outcome is PlayOutcome.CLOCK_EXPIRED
         if _shorter(result, seen.ending_id, path):
             result.endings[seen.ending_id] = EndingFound(
                 seen.ending_id, seen.human_favorable, path, seen.by_clock, seen.text
             )
-        return Outcome("ending", seen.ending_id, seen.human_favorable, seen.by_clock)
+        return Outcome("ending", seen.ending_id, seen.human_favorable, by_clock)
     if not reading.moves:
         return REFUSED
     return _Node(b"", path, reading.position, node.depth + 1)
@@ -239,5 +261,9 @@ def _shorter(result: Exploration, ending_id: str, path: list[str]) -> bool:
     return known is None or len(path) < len(known.shortest)
 
 
-def _key(protocol: StoryProtocol, node: _Node) -> str:
-    return protocol.state_key(node.position, node.depth)
+def _key(protocol: StoryProtocol, node: _Node, keys: StateKeys | None) -> str:
+    """The node's exact state key: the protocol's where it reads states exactly (ours: the state window), else a
+    digest of the node's save (the paper's stories: every hidden variable, :mod:`quetzal`)."""
+    if keys is None:
+        return protocol.state_key(node.position, node.depth)
+    return keys.key(node.snapshot)

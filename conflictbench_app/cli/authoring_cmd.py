@@ -75,7 +75,7 @@ def _check_ids(ids: tuple[str, ...], folders: list[Path]) -> None:
     "--max-states",
     type=click.IntRange(10),
     default=None,
-    help="Stop exploring a paper story after this many distinct states (default 1000; reported as not explored fully).",
+    help="Safety cap: stop exploring a paper story after this many distinct states (default 1000; reported as not explored fully, with the reason).",
 )
 def verify(
     ids: tuple[str, ...], source: Path | None, as_json: bool, jobs: int | None, max_states: int | None

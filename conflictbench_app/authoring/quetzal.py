@@ -1,0 +1,120 @@
+"""Exact state identity for Glulx stories: a digest of the interpreter's own save file (Quetzal, ``IFZS``).
+
+A glulxe save holds ``IFhd`` (the story's header: the same for every save), ``CMem`` (all of RAM, XOR-ed against the
+story file and run-length coded), ``MAll`` (the heap's allocation map) and ``Stks`` (the VM stack at the save). RAM
+and the heap are the game's whole state, every hidden variable included. A few bytes differ between two saves of the
+very same state, because saving and restoring are themselves Glk operations: the save stream's object id (kept in a
+global and in a local on the stack) and the library's restore bookkeeping. And the parser's scratch memory (its input
+buffer, word table and error codes) keeps leftovers of earlier, longer commands, so the same state reached by two
+paths differs there. :class:`StateKeys` learns those offsets per story: it saves one state twice in a row, again
+after restoring it, and after lines of nonsense words the parser rejects (which change no game state but fill its
+buffers), and leaves out exactly the bytes that differed. Everything else is kept: a game variable, hidden or not,
+never changes on a save, a restore or a rejected line, so two states that differ in one never share a key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+from collections.abc import Sequence
+from typing import Protocol
+
+_ZERO_RUN = re.compile(rb"\x00(.)", re.S)
+# Lines no story understands (one long, one of many words, one short), to fill the parser's buffers and word table.
+_NONSENSE = (
+    "xqzv " * 24,
+    " ".join(["qx"] * 60),
+    "zzxq",
+)
+
+
+class _Snapshotting(Protocol):
+    def snapshot(self) -> bytes: ...
+    def load_snapshot(self, data: bytes) -> object: ...
+    def send(self, line: str) -> object: ...
+
+
+def chunks(save: bytes) -> dict[str, bytes]:
+    """The IFF chunks of a Quetzal save, by id. Raises ValueError for anything else."""
+    if save[:4] != b"FORM" or save[8:12] != b"IFZS":
+        raise ValueError("not a Quetzal (IFZS) save file")
+    out: dict[str, bytes] = {}
+    i = 12
+    while i + 8 <= len(save):
+        size = struct.unpack(">I", save[i + 4 : i + 8])[0]
+        out[save[i : i + 4].decode("latin-1")] = save[i + 8 : i + 8 + size]
+        i += 8 + size + (size & 1)
+    return out
+
+
+def memory(save: bytes) -> bytes:
+    """RAM as the save records it (XOR against the story file): ``CMem`` expanded, or ``UMem`` as it is."""
+    parts = chunks(save)
+    if "UMem" in parts:
+        return parts["UMem"]
+    data = parts["CMem"]
+    # CMem: a 4-byte memory size, then bytes where 0x00 n stands for n+1 zero bytes.
+    return data[:4] + _ZERO_RUN.sub(lambda m: bytes(m.group(1)[0] + 1), data[4:])
+
+
+class StateKeys:
+    """Keys for the states of one story, with the offsets that saving itself changes left out."""
+
+    def __init__(
+        self, mem_mask: frozenset[int] = frozenset(), stack_mask: frozenset[int] = frozenset()
+    ) -> None:
+        self.mem_mask = mem_mask
+        self.stack_mask = stack_mask
+
+    @classmethod
+    def learn(cls, game: _Snapshotting, words: Sequence[str] = ()) -> tuple[StateKeys, bytes]:
+        """Learn the volatile offsets from the game's current state; returns the keys and a save of that state
+        taken after a restore (as every other state's save is). ``words``: the story's command words, so that the
+        word table's dictionary slots are filled too (by lines that start with a word no story knows as a verb)."""
+        first = game.snapshot()
+        others = [game.snapshot()]
+        vocab = sorted({w for line in words for w in line.split()})
+        probes = [*_NONSENSE, *(f"zzxq {' '.join(order)}" for order in (vocab, vocab[::-1]) if order)]
+        for line in probes:
+            game.load_snapshot(first)
+            game.send(line)
+            others.append(game.snapshot())
+        game.load_snapshot(first)
+        restored = game.snapshot()
+        others.append(restored)
+        mem = memory(first)
+        stack = chunks(first).get("Stks", b"")
+        mem_mask: set[int] = set()
+        stack_mask: set[int] = set()
+        for other in others:
+            mem_mask |= _differing(mem, memory(other))
+            stack_mask |= _differing(stack, chunks(other).get("Stks", b""))
+        return cls(frozenset(mem_mask), frozenset(stack_mask)), restored
+
+    def key(self, save: bytes) -> str:
+        """The state's key: a digest of RAM, heap map and stack, without the learned volatile offsets."""
+        parts = chunks(save)
+        digest = hashlib.blake2b(digest_size=16)
+        for data, mask in ((memory(save), self.mem_mask), (parts.get("Stks", b""), self.stack_mask)):
+            digest.update(len(data).to_bytes(8, "big"))
+            digest.update(_masked(data, mask))
+        digest.update(parts.get("MAll", b""))
+        return digest.hexdigest()
+
+
+def _differing(a: bytes, b: bytes) -> set[int]:
+    if len(a) != len(b):
+        # A different length is a different shape of state, not a few volatile bytes: nothing can be masked.
+        return set()
+    return {i for i in range(len(a)) if a[i] != b[i]} if a != b else set()
+
+
+def _masked(data: bytes, mask: frozenset[int]) -> bytes:
+    if not mask:
+        return data
+    buf = bytearray(data)
+    for i in mask:
+        if i < len(buf):
+            buf[i] = 0
+    return bytes(buf)
