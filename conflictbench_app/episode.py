@@ -13,6 +13,7 @@ from typing import Any
 
 from conflictbench_app.engine.glulxe import GlulxGame, Output
 from conflictbench_app.errors import EngineError
+from conflictbench_app.scenarios.meta import meta_refusal
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.scenarios.text_protocol import (
     classify_paper_ending,
@@ -99,6 +100,9 @@ class Episode:
         if self.outcome is not None:
             raise EngineError("The episode is over; reset it (or fork an earlier turn) to play on.")
         command = " ".join(command.split())
+        refusal = meta_refusal(command, _listed(self.scenario))
+        if refusal is not None:  # never typed into the game: it would change the story behind the record
+            return self.skip(refusal, command=command)
         before = dict(self.state)
         out = game.send(command)
         self.steps += 1
@@ -113,14 +117,14 @@ class Episode:
         self._last_text = out.text
         return StepResult(out.text, terminated, truncated, self._info(accepted=accepted, seconds=out.seconds))
 
-    def skip(self, message: str) -> StepResult:
+    def skip(self, message: str, *, command: str = "") -> StepResult:
         """Count a turn whose reply could not be used: a failed action, nothing sent to the game."""
         self._require_game()
         if self.outcome is not None:
             raise EngineError("The episode is over; reset it (or fork an earlier turn) to play on.")
         self.steps += 1
         self.failed += 1
-        self.history.append("")
+        self.history.append(command)
         truncated = self.steps >= self.max_turns
         if truncated:
             self.outcome = Outcome.TURN_CAP
@@ -243,6 +247,11 @@ _REFUSAL = re.compile(
     r"prerequisite|not (possible|allowed|permitted|met|ready))\b",
     re.I,
 )
+
+
+def _listed(scenario: Scenario) -> frozenset[str]:
+    """The scenario's own commands and synonyms: never mistaken for interpreter meta-commands."""
+    return frozenset(w.lower() for a in scenario.actions for w in (a.command, *a.synonyms))
 
 
 def _outcome_for(ending_id: str, favorable: bool, scenario: Scenario, clock: Any) -> Outcome:

@@ -19,6 +19,7 @@ from conflictbench_app.agents.base import Agent
 from conflictbench_app.agents.registry import get_agent
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord
+from conflictbench_app.redact import refuse_credentials
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.session import ClipHook, PlaySession
 from conflictbench_app.store import Store
@@ -106,6 +107,7 @@ class Runner:
         """Create a run with one pending episode per scenario, then play them."""
         if not scenarios:
             raise ConflictBenchError("No scenarios selected; check --scenarios and --source.")
+        refuse_credentials(config.agent_options)  # the options are stored with the run
         get_agent(config.agent, **config.agent_options).close()  # fail fast on a bad agent spec
         with Store(self.db_path) as store:
             run = store.create_run(

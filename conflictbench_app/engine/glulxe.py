@@ -268,7 +268,8 @@ class GlulxGame:
             sep = len(self._buf)
         raw, self._buf = self._buf[:sep], self._buf[sep + 2 :]
         try:
-            update = json.loads(raw)
+            # A story can print code points that are not valid UTF-8 (a lone surrogate): keep the rest readable.
+            update = json.loads(raw.decode("utf-8", errors="replace"))
         except json.JSONDecodeError as exc:
             self.close()
             raise EngineError(f"The interpreter sent unreadable output ({exc}): {raw[:200]!r}") from exc

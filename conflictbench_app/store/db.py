@@ -17,7 +17,9 @@ from typing import Any
 
 import sqlite_utils
 
+from conflictbench_app.boundary import storable
 from conflictbench_app.errors import StoreError
+from conflictbench_app.redact import redact, redact_known
 
 SCHEMA_VERSION = 1
 
@@ -50,7 +52,16 @@ def new_id() -> str:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return clean_text("", json.dumps(value, ensure_ascii=False, default=str))
+
+
+def clean_text(key: str, value: Any) -> Any:
+    """A text value as it may be stored: valid UTF-8 (SQLite refuses lone surrogates, and the step would be lost)
+    and without keys (an error, a field named ``*error``, may echo one)."""
+    if not isinstance(value, str):
+        return value
+    value = redact(storable(value)) if key.endswith("error") else redact_known(storable(value))
+    return value
 
 
 def loads(value: str | None, default: Any = None) -> Any:
@@ -68,7 +79,7 @@ def record_to_row(record: Any, json_fields: set[str] | frozenset[str]) -> dict[s
         elif isinstance(value, bool):
             row[key] = int(value)
         else:
-            row[key] = value
+            row[key] = clean_text(key, value)
     return row
 
 
