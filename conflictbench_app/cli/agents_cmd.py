@@ -174,6 +174,10 @@ def agent_options(base_url: str | None, pairs: Sequence[str]) -> dict[str, Any]:
 
     from conflictbench_app.redact import credential_problem
 
+    if base_url:
+        from conflictbench_app.agents.providers import check_base_url
+
+        check_base_url(base_url)  # before anything is estimated or stored
     options: dict[str, Any] = {"base_url": base_url} if base_url else {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
