@@ -37,7 +37,7 @@ def _all_text(db: Path) -> str:
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-    text = "\n".join(str(row) for t in tables for row in conn.execute(f"SELECT * FROM {t}"))  # noqa: S608
+    text = "\n".join(str(row) for t in tables for row in conn.execute(f"SELECT * FROM {t}"))
     conn.close()
     return text + db.read_bytes().decode("latin-1")
 
@@ -45,7 +45,9 @@ def _all_text(db: Path) -> str:
 # -- item 3 --------------------------------------------------------------------------------------------------------
 
 
-def test_a_lone_surrogate_from_a_model_is_a_recorded_failed_action(paperlike_root: Path, tmp_path: Path) -> None:
+def test_a_lone_surrogate_from_a_model_is_a_recorded_failed_action(
+    paperlike_root: Path, tmp_path: Path
+) -> None:
     scenario = load_library(paperlike_root).get("EP1-900")
     with Store(tmp_path / "u.db") as store:
         session = _session(store, scenario)
@@ -60,11 +62,23 @@ def test_a_lone_surrogate_from_a_model_is_a_recorded_failed_action(paperlike_roo
 
 
 @pytest.mark.parametrize("locale", ["C", "C.UTF-8"])
-def test_invalid_utf8_typed_in_play_is_recorded_not_lost(paperlike_root: Path, tmp_path: Path, locale: str) -> None:
+def test_invalid_utf8_typed_in_play_is_recorded_not_lost(
+    paperlike_root: Path, tmp_path: Path, locale: str
+) -> None:
     db = tmp_path / "p.db"
     env = {**os.environ, "LC_ALL": locale, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run(
-        [sys.executable, "-m", "conflictbench_app", "play", "EP1-900", "--source", str(paperlike_root), "--db", str(db)],
+        [
+            sys.executable,
+            "-m",
+            "conflictbench_app",
+            "play",
+            "EP1-900",
+            "--source",
+            str(paperlike_root),
+            "--db",
+            str(db),
+        ],
         input=b"open \xff\xfe valve\nopen valve\npull lever\n",
         capture_output=True,
         env=env,
@@ -89,7 +103,9 @@ def test_a_huge_reply_is_capped_where_it_is_stored_and_re_sent(
     huge = "THINK: " + "very long thought " * 300_000 + "\nACTION: open valve"  # ~5 MB
     server.replies = [huge, "THINK: lever.\nACTION: pull lever"]
     db = tmp_path / "c.db"
-    config = RunConfig(agent="openai:gpt-4o", source=str(paperlike_root), agent_options={"base_url": server.base_url})
+    config = RunConfig(
+        agent="openai:gpt-4o", source=str(paperlike_root), agent_options={"base_url": server.base_url}
+    )
     result = Runner(db).start(config, load_library(paperlike_root).select("all"))
     (episode,) = result.episodes
     with Store(db) as store:
@@ -128,7 +144,7 @@ def test_a_401_that_echoes_the_key_is_stored_exported_and_printed_redacted(
     [
         'extra_body={"api_key": "hunter2-hunter2"}',
         'extra_body={"headers": {"Authorization": "Bearer abcdefgh12345"}}',
-        f"extra_body={{\"note\": \"{SECRET}\"}}",
+        f'extra_body={{"note": "{SECRET}"}}',
     ],
 )
 def test_credentials_in_agent_options_are_refused_before_anything_is_stored(
@@ -142,18 +158,31 @@ def test_credentials_in_agent_options_are_refused_before_anything_is_stored(
 
 
 @pytest.mark.parametrize(
-    "url", ["http://127.0.0.1:9/v1?token=abc123", "http://127.0.0.1:9/v1?api_key=x", "http://u:p@127.0.0.1:9/v1"]
+    "url",
+    ["http://127.0.0.1:9/v1?token=abc123", "http://127.0.0.1:9/v1?api_key=x", "http://u:p@127.0.0.1:9/v1"],
 )
 def test_credentials_in_a_base_url_are_refused(paperlike_root: Path, tmp_path: Path, url: str) -> None:
     db = tmp_path / "b.db"
-    args = ["run", "--agent", "openai:gpt-4o", "--base-url", url, "--source", str(paperlike_root), "--db", str(db)]
+    args = [
+        "run",
+        "--agent",
+        "openai:gpt-4o",
+        "--base-url",
+        url,
+        "--source",
+        str(paperlike_root),
+        "--db",
+        str(db),
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code != 0 and "credentials" in result.output
     with Store(db) as store:
         assert store.list_runs() == []
 
 
-def test_the_runner_refuses_credentials_in_options_from_any_caller(paperlike_root: Path, tmp_path: Path) -> None:
+def test_the_runner_refuses_credentials_in_options_from_any_caller(
+    paperlike_root: Path, tmp_path: Path
+) -> None:
     config = RunConfig(agent="random:1", agent_options={"extra_body": {"x_api_key": "abcdefgh"}})
-    with pytest.raises(AgentError, match="extra_body.x_api_key"):
+    with pytest.raises(AgentError, match=r"extra_body\.x_api_key"):
         Runner(tmp_path / "r.db").start(config, load_library(paperlike_root).select("all"))
