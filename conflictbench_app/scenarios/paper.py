@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from conflictbench_app.engine.glulxe import GlulxGame
-from conflictbench_app.errors import ConflictBenchError, ScenarioError
+from conflictbench_app.errors import ConflictBenchError, EngineError, ScenarioError
 from conflictbench_app.scenarios.model import Action, Category, Ending, Scenario, StateVar, Visual
 from conflictbench_app.scenarios.text_protocol import is_parser_error, printed_clock_label, printed_vars
 from conflictbench_app.settings import get_settings
@@ -265,7 +265,22 @@ def read_actions(story: Path, final_commands: list[str], *, cache_dir: Path | No
             cached["aliases"],
             cached.get("sample", ""),
         )
-    probe = _probe_actions(story, final_commands)
+    failed = cache_file.with_suffix(".failed") if cache_file is not None else None
+    remembered = _remembered_failure(failed)
+    if remembered:
+        raise ScenarioError(
+            f"{remembered} (remembered from an earlier try: the story is probed again when its file, the "
+            "interpreter or the engine timeout changes)"
+        )
+    try:
+        probe = _probe_actions(story, final_commands)
+    except (ScenarioError, EngineError) as exc:
+        # A story that hangs or lists nothing costs its timeout once, not on every command. The cache key holds the
+        # story's bytes and the marker the interpreter and timeout, so a fixed story or engine is probed afresh.
+        if failed is not None:
+            failed.parent.mkdir(parents=True, exist_ok=True)
+            failed.write_text(json.dumps({"error": str(exc), **_probe_engine()}), encoding="utf-8")
+        raise
     if cache_file is not None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         payload = {"help": probe.help_text, "actions": [a.model_dump() for a in probe.actions]}
@@ -274,6 +289,30 @@ def read_actions(story: Path, final_commands: list[str], *, cache_dir: Path | No
         tmp.write_text(json.dumps(payload), encoding="utf-8")
         tmp.replace(cache_file)
     return probe
+
+
+def _probe_engine() -> dict[str, Any]:
+    """What a probe's failure also depends on besides the story: the interpreter and the timeout."""
+    from conflictbench_app.toolchain import find_glulxe
+
+    try:
+        binary = find_glulxe()
+        engine = f"{binary}:{binary.stat().st_mtime_ns}"
+    except (ConflictBenchError, OSError):
+        engine = ""
+    return {"engine": engine, "timeout": get_settings().engine_timeout}
+
+
+def _remembered_failure(marker: Path | None) -> str:
+    if marker is None or not marker.is_file():
+        return ""
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(data, dict) or {k: data.get(k) for k in ("engine", "timeout")} != _probe_engine():
+        return ""
+    return str(data.get("error", ""))
 
 
 def _help_cache_file(story: Path, cache_dir: Path | None, final_commands: list[str]) -> Path | None:
