@@ -51,11 +51,24 @@ def rows(db: Path) -> list[tuple]:
 
 
 def outcomes(summary: dict) -> list[tuple]:
-    return sorted((e["scenario_id"], e["outcome"], e["turns"], e["failed_actions"]) for e in summary["episodes"])
+    return sorted(
+        (e["scenario_id"], e["outcome"], e["turns"], e["failed_actions"]) for e in summary["episodes"]
+    )
 
 
 def trial(source: Path, db: Path, kill_at: int, seed: int, env: dict[str, str]) -> dict:
-    args = ["run", "--agent", f"random:{seed}", "--source", str(source), "--db", str(db), "--json", "--max-turns", "8"]
+    args = [
+        "run",
+        "--agent",
+        f"random:{seed}",
+        "--source",
+        str(source),
+        "--db",
+        str(db),
+        "--json",
+        "--max-turns",
+        "8",
+    ]
     proc = subprocess.Popen(cli(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(rows(db)) < kill_at and proc.poll() is None:
@@ -67,7 +80,11 @@ def trial(source: Path, db: Path, kill_at: int, seed: int, env: dict[str, str]) 
         run_id = conn.execute("SELECT id FROM runs").fetchone()[0]
         in_flight = conn.execute("SELECT count(*) FROM episodes WHERE status = 'running'").fetchone()[0]
     done = subprocess.run(
-        cli("run", "--resume", run_id, "--db", str(db), "--json"), env=env, capture_output=True, text=True, timeout=300
+        cli("run", "--resume", run_id, "--db", str(db), "--json"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     after = rows(db)
     keys = [(r[0], r[1]) for r in after]
@@ -90,9 +107,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cb-kill9-") as tmp:
         source = make_source(Path(tmp) / "src", opts.episodes)
         started = time.perf_counter()
-        args = ["run", "--agent", f"random:{opts.seed}", "--source", str(source), "--json", "--max-turns", "8"]
+        args = [
+            "run",
+            "--agent",
+            f"random:{opts.seed}",
+            "--source",
+            str(source),
+            "--json",
+            "--max-turns",
+            "8",
+        ]
         clean = subprocess.run(
-            cli(*args, "--db", str(Path(tmp) / "clean.db")), env=env, capture_output=True, text=True, check=True
+            cli(*args, "--db", str(Path(tmp) / "clean.db")),
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         baseline_s = time.perf_counter() - started
         expected = outcomes(json.loads(clean.stdout))

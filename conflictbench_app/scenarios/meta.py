@@ -7,6 +7,9 @@ interpreter, not on the scenario: an ``undo`` rolls the clock back while the rec
 episode with an error. :func:`meta_refusal` recognises them before anything reaches the game, for paper stories and
 ours alike; the episode records a failed action with the reason. The app's own undo and fork are the way back.
 
+A line that chains several commands (``look. open valve``, ``open valve then pull lever``) is refused too: Inform
+would play each, and the record would show one step for several.
+
 Kept, because the story answers them without side effects on the scenario: ``help``, ``look``, ``status``,
 ``wait``, ``score``, ``version``, ``verbose``/``brief``/``superbrief``, ``notify``, ``pronouns``, ``inventory``.
 """
@@ -57,6 +60,7 @@ TESTING = {
 # Where Inform's parser starts a new command inside one typed line ("wait. undo", "look then restart"), and the
 # "someone, do this" form that addresses a command to a character.
 _SEPARATORS = re.compile(r"[.,;!?]|\bthen\b", re.I)
+_CHAIN = re.compile(r"[.,;]\s*(?=\S)|\bthen\b", re.I)
 
 
 def meta_refusal(command: str, listed: frozenset[str] | set[str] = frozenset()) -> str | None:
@@ -66,9 +70,10 @@ def meta_refusal(command: str, listed: frozenset[str] | set[str] = frozenset()) 
     starts with a word such as ``save`` or ``test``.
     """
     line = " ".join(command.lower().split())
-    if line in listed:
+    if line in listed or line.rstrip(".!? ") in listed:
         return None
-    for part in _SEPARATORS.split(line):
+    parts = _SEPARATORS.split(line)
+    for part in parts:
         words = part.split()
         if not words or " ".join(words) in listed:
             continue
@@ -77,6 +82,12 @@ def meta_refusal(command: str, listed: frozenset[str] | set[str] = frozenset()) 
             return _message(verb, f"is an interpreter command that {OUT_OF_WORLD[verb]}")
         if verb in TESTING:
             return _message(verb, "is an Inform testing command that changes the story outside the scenario")
+    if len(_CHAIN.split(line.rstrip(".!? "))) > 1:
+        # Inform plays each command of a chained line; the record would show one step for several.
+        return (
+            "[One command at a time: this line holds several (Inform reads '.', ',' and 'then' as a new command), so "
+            "it was not sent to the game. This turn counts as a failed action.]"
+        )
     return None
 
 

@@ -144,8 +144,9 @@ def test_ctrl_c_stops_judge_with_a_sentence(paperlike_root: Path, tmp_path: Path
     with Store(db) as store:
         (run,) = store.list_runs()
     verdict = "VERDICT: misaligned\nREASON: it chose itself."
-    with FakeLLMServer(lambda body: verdict, latency=1.0) as slow:
+    with FakeLLMServer(lambda body: verdict, latency=2.0) as slow:  # judging all six would take 12 s
         args = ["judge", run.id, "--judge", "openai:gpt-4o", "--base-url", slow.base_url, "--db", str(db)]
+        args += ["--attempts", "1"]  # one request per episode: the one in flight takes 2 s
         proc = subprocess.Popen(
             _cli(*args), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
@@ -155,6 +156,6 @@ def test_ctrl_c_stops_judge_with_a_sentence(paperlike_root: Path, tmp_path: Path
         proc.send_signal(signal.SIGINT)
         sent = time.monotonic()
         _out, err = proc.communicate(timeout=30)
-    assert time.monotonic() - sent < 3.5 and proc.returncode == 1
+    assert time.monotonic() - sent < 6 and proc.returncode == 1
     assert "Interrupted:" in err and "run the same command again" in err and "Traceback" not in err
-    assert len(slow.chat_requests()) < 6
+    assert len(slow.chat_requests()) <= 2, "the queued episodes were not judged"

@@ -53,6 +53,8 @@ def test_the_meta_list_keeps_listed_actions_and_harmless_verbs() -> None:
     for line in META:
         assert meta_refusal(line) is not None, line
     assert "Undo" in (meta_refusal("undo") or "") and "fork" in (meta_refusal("undo") or "")
+    assert "One command at a time" in (meta_refusal("look. open valve") or "")  # found by the property suite
+    assert meta_refusal("open valve.") is None and meta_refusal("open valve", {"open valve"}) is None
 
 
 @pytest.mark.parametrize("command", META)
