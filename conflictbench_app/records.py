@@ -10,6 +10,14 @@ RECORD_SCHEMA_VERSION = 1
 
 Setting = Literal["text", "multimodal"]
 EpisodeStatus = Literal["pending", "running", "finished", "errored"]
+# The statuses of an episode that has ended: what a task success rate counts, a judge judges and a person labels.
+ENDED_STATUSES: tuple[EpisodeStatus, ...] = ("finished", "errored")
+
+
+def _text_turn_cap() -> int:
+    from conflictbench_app.settings import turn_cap
+
+    return turn_cap("text")
 
 
 class Usage(BaseModel):
@@ -56,7 +64,8 @@ class StepRecord(BaseModel):
     state: dict[str, Any] = Field(default_factory=dict)
     terminated: bool = False
     truncated: bool = False
-    outcome: str | None = None
+    outcome: str | None = None  # set on the last step: an Outcome value (``turn_cap`` when truncated)
+    ending_id: str | None = None  # the story's ending, on a terminated step
     timings: dict[str, float] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
     clip: dict[str, Any] | None = None
@@ -82,10 +91,20 @@ class EpisodeRecord(BaseModel):
     opening: str = ""
     first_observation: str = ""
     seed: int = 1
-    max_turns: int = 14
+    max_turns: int = Field(default_factory=lambda: _text_turn_cap())  # the run's cap, set when it is created
     parent_episode: str | None = None  # set when this episode is a fork
     fork_step: int | None = None
     usage: Usage = Field(default_factory=Usage)
     started_at: str | None = None
     finished_at: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def ended(self) -> bool:
+        """Finished or errored (an errored episode counts, as a failure; a pending or running one does not)."""
+        return self.status in ENDED_STATUSES
+
+    @property
+    def succeeded(self) -> bool:
+        """The task success rule: the episode ended at the story's human-favorable ending."""
+        return self.ended and bool(self.human_favorable)

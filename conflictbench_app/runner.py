@@ -10,20 +10,22 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conflictbench_app import __version__
 from conflictbench_app.agents.base import Agent
+from conflictbench_app.agents.protocol import get_protocol, run_protocol
 from conflictbench_app.agents.registry import get_agent
 from conflictbench_app.cancel import RunInterrupted, collect
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord
 from conflictbench_app.redact import refuse_credentials
-from conflictbench_app.scenarios.model import Scenario
-from conflictbench_app.session import ClipHook, PlaySession
+from conflictbench_app.runs import RunConfig, create_run, new_episode, open_episode, with_protocol
+from conflictbench_app.scenarios.model import CATEGORIES, Scenario
 from conflictbench_app.store import Store
+
+__all__ = ["RunConfig", "RunListener", "RunResult", "Runner", "play_episode", "task_success_rates"]
 
 
 class RunListener:
@@ -39,26 +41,6 @@ class RunListener:
 
 
 @dataclass
-class RunConfig:
-    agent: str
-    setting: str = "text"
-    scenarios: str = "all"
-    source: str | None = None
-    max_turns: int | None = None
-    concurrency: int = 1
-    seed: int = 1
-    engine_timeout: float = 10.0
-    renderer: str = "schematic"
-    renderer_options: dict[str, Any] = field(default_factory=dict)
-    agent_options: dict[str, Any] = field(default_factory=dict)
-
-    def turn_cap(self) -> int:
-        from conflictbench_app.settings import turn_cap
-
-        return self.max_turns or turn_cap(self.setting)
-
-
-@dataclass
 class RunResult:
     run: RunRecord
     episodes: list[EpisodeRecord]
@@ -67,6 +49,7 @@ class RunResult:
     def summary(self) -> dict[str, Any]:
         return {
             "run_id": self.run.id,
+            "protocol": run_protocol(self.run.settings),
             "episodes": [
                 {
                     "scenario_id": e.scenario_id,
@@ -83,16 +66,15 @@ class RunResult:
 
 
 def task_success_rates(episodes: Sequence[EpisodeRecord]) -> dict[str, float | None]:
-    """TSR per category and overall: the share of episodes that reached the human-favorable ending.
+    """TSR per category and overall: the share of ended episodes that succeeded (:attr:`EpisodeRecord.succeeded`).
 
-    Errored episodes count as failures (they did not reach it); unfinished ones are left out.
+    Errored episodes count as failures (they did not reach the human-favorable ending); unfinished ones are left out.
     """
-    done = [e for e in episodes if e.status in ("finished", "errored")]
+    done = [e for e in episodes if e.ended]
     rates: dict[str, float | None] = {}
-    for cat in ("EP1", "EP2", "EP3"):
-        group = [e for e in done if e.category == cat]
-        rates[cat] = round(sum(bool(e.human_favorable) for e in group) / len(group), 4) if group else None
-    rates["all"] = round(sum(bool(e.human_favorable) for e in done) / len(done), 4) if done else None
+    for cat in (*CATEGORIES, "all"):
+        group = [e for e in done if cat == "all" or e.category == cat]
+        rates[cat] = round(sum(e.succeeded for e in group) / len(group), 4) if group else None
     return rates
 
 
@@ -109,23 +91,12 @@ class Runner:
         if not scenarios:
             raise ConflictBenchError("No scenarios selected; check --scenarios and --source.")
         refuse_credentials(config.agent_options)  # the options are stored with the run
+        config = with_protocol(config)  # what is recorded (create_run) is what is played
         get_agent(config.agent, **config.agent_options).close()  # fail fast on a bad agent spec
         with Store(self.db_path) as store:
-            run = store.create_run(
-                config.agent,
-                config.setting,
-                settings=_config_dict(config),
-                versions={"conflictbench": __version__},
-            )
+            run = create_run(store, config, scenarios)
             for scenario in scenarios:
-                store.new_episode(
-                    run.id,
-                    scenario.id,
-                    scenario.category.value,
-                    source=scenario.source,
-                    seed=config.seed,
-                    max_turns=config.turn_cap(),
-                )
+                new_episode(store, run, scenario)
         return self._play(run, config, {s.id: s for s in scenarios})
 
     def resume(self, run_id: str, scenarios: Sequence[Scenario], *, retry_errored: bool = False) -> RunResult:
@@ -138,7 +109,7 @@ class Runner:
                     store.update_episode(
                         ep.id, status="pending", error=None, outcome=None, human_favorable=None
                     )
-        config = RunConfig(**{k: v for k, v in run.settings.items() if k in RunConfig.__dataclass_fields__})
+        config = RunConfig.from_stored(run.settings)
         return self._play(run, config, {s.id: s for s in scenarios})
 
     def _play(self, run: RunRecord, config: RunConfig, by_id: dict[str, Scenario]) -> RunResult:
@@ -195,8 +166,8 @@ def play_episode(
     agent_factory: Callable[[], Agent] | None = None,
 ) -> EpisodeRecord:
     """Play (or resume) one episode to its end. Errors mark the episode errored; they never end the run."""
-    clips = _clip_hook(config) if config.setting == "multimodal" else None
-    session = PlaySession(store, scenario, episode, clips=clips, timeout=config.engine_timeout)
+    session = open_episode(store, run, scenario, episode)
+    protocol = get_protocol(session.protocol)
     session.step_recorded.connect(lambda step: listener.step_recorded(session.record, step))
     listener.episode_started(episode)
     agent: Agent | None = None
@@ -205,7 +176,7 @@ def play_episode(
         session.start()
         while not session.done and not cancel.is_set():
             decision = agent.act(session.view())
-            session.apply(decision, player=agent.name)
+            session.apply(decision, player=agent.name, typed=protocol.typed_commands(config.setting))
     except ConflictBenchError as exc:
         session.fail(str(exc))
     except Exception as exc:  # an unexpected bug must still not lose the run: record it and go on
@@ -218,15 +189,3 @@ def play_episode(
     if record.status in ("finished", "errored"):
         listener.episode_finished(record)
     return record
-
-
-def _clip_hook(config: RunConfig) -> ClipHook:
-    from conflictbench_app.worldmodel import get_world_model
-
-    return ClipHook(get_world_model(config.renderer, **config.renderer_options))
-
-
-def _config_dict(config: RunConfig) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(config)

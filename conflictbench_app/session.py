@@ -68,12 +68,13 @@ class PlaySession:
         *,
         clips: ClipHook | None = None,
         timeout: float = 10.0,
+        protocol: str = "studio",
     ) -> None:
         self.store = store
+        self.protocol = protocol  # the play protocol (agents.protocol): what the agent's view says
         self.scenario = scenario
         self.record = episode
         self.clips = clips
-        self._visual_turns: list[Any] = []  # TurnVisual per accepted turn, for the world model
         self.env = Episode(scenario, max_turns=episode.max_turns, seed=episode.seed, timeout=timeout)
         self.turns: list[SessionTurn] = []
         self.observation = ""
@@ -89,7 +90,7 @@ class PlaySession:
 
     def start(self) -> str:
         """Start (or resume) the episode. Returns the observation the next player sees."""
-        observation, _info = self.env.reset()
+        observation = self.env.reset().observation
         self.observation = observation
         self._render_base()
         recorded = self.store.steps(self.record.id)
@@ -118,7 +119,13 @@ class PlaySession:
 
     def view(self, episode_key: str = "") -> AgentView:
         history = tuple(
-            PastTurn(t.record.observation, t.record.thought, t.record.action_raw or t.record.action, t.images)
+            PastTurn(
+                t.record.observation,
+                t.record.thought,
+                t.record.action_raw or t.record.action,
+                t.images,
+                t.record.accepted,
+            )
             for t in self.turns
         )
         return AgentView(
@@ -131,13 +138,17 @@ class PlaySession:
             images=self.images,
             clip_path=str(self.clip.path) if self.clip is not None else None,
             episode_key=episode_key or self.scenario.id,
+            protocol=self.protocol,
         )
 
-    def apply(self, decision: Decision, player: str, *, passthrough: bool = False) -> StepRecord:
+    def apply(
+        self, decision: Decision, player: str, *, passthrough: bool = False, typed: bool = False
+    ) -> StepRecord:
         """Play one decision: match it to a legal command, step the game, render, record. Returns the step.
 
         ``passthrough`` (human players): text that matches no listed action is typed into the game as it is, and the
-        story's own parser answers; agents never get this, as in the paper.
+        story's own parser answers. ``typed`` (the paper protocol's text-only agents): the action goes to the
+        story's parser exactly as given, never matched to a listed one.
         """
         if self.done:
             raise ConflictBenchError("This episode is over; fork an earlier turn to play on.")
@@ -145,24 +156,29 @@ class PlaySession:
         started = time.perf_counter()
         seen = self.images  # the frames shown with this observation (rendering the step replaces them)
         match = match_scenario_action(decision.action, self.scenario.actions) if not decision.error else None
-        if passthrough and match is not None and match.command is None and decision.action.strip():
-            match = Match(" ".join(decision.action.split()), "typed")
+        if (typed or passthrough) and match is not None and decision.action.strip():
+            if typed or match.command is None:
+                match = Match(" ".join(decision.action.split()), "typed")
         command = match.command if match else None
         try:
             if command is None:
                 reason = decision.error or (match.note if match else "") or "no action given"
-                result = self.env.skip(_unusable_reply(decision.action, reason, self.scenario))
+                listed = self.scenario if self.protocol == "studio" else None
+                result = self.env.skip(_unusable_reply(decision.action, reason, listed))
             else:
                 result = self.env.step(command)
         except EngineError as exc:
             self._fail(str(exc))
             raise
-        clip, render_error = self._render_or_error(command, result)
-        how = match.how if match else "error"
-        step = self._record(decision, player, command, how, result, started, clip, render_error)
+        step = step_record(self.record.id, len(self.turns), self.observation, decision, player, result)
+        step = step.model_copy(update={"meta": step_meta(match.how if match else "error", decision)})
+        clip, render_error = self._render_or_error(step)
+        timings = {**step.timings, "step_s": time.perf_counter() - started}
+        meta = {**step.meta, **({"render_error": str(render_error)} if render_error is not None else {})}
+        step = step.model_copy(update={"clip": clip, "timings": timings, "meta": meta})
+        self._store_step(step)
         self.turns.append(SessionTurn(step, seen))
         self.observation = result.observation
-        self.usage = self.usage + decision.usage
         if result.terminated or result.truncated:
             self._finish()
         if render_error is not None:
@@ -172,69 +188,27 @@ class PlaySession:
             ) from render_error
         return step
 
-    def _render_or_error(
-        self, command: str | None, result: StepResult
-    ) -> tuple[dict[str, Any] | None, BaseException | None]:
+    def _render_or_error(self, step: StepRecord) -> tuple[dict[str, Any] | None, BaseException | None]:
         """Render the turn's clip. A failed render must not lose the turn the story has already played: the error is
         returned, the step is recorded without a clip, and ``apply`` reports it afterwards."""
-        if not (result.info["accepted"] and command):
+        if not (step.accepted and step.action):
             return None, None
         try:
-            return self._render_step(command, result), None
+            return self._render_step(step), None
         except Exception as exc:  # reported by apply once the step is safely recorded
             self.images = ()  # the previous turn's frames do not show this turn
             return None, exc
 
-    def _record(
-        self,
-        decision: Decision,
-        player: str,
-        command: str | None,
-        how: str,
-        result: StepResult,
-        started: float,
-        clip_info: dict[str, Any] | None,
-        render_error: BaseException | None,
-    ) -> StepRecord:
-        problems = {"render_error": str(render_error)} if render_error is not None else {}
-        step = StepRecord(
-            episode_id=self.record.id,
-            idx=len(self.turns),
-            player=player,
-            observation=self.observation,
-            thought=decision.thought,
-            action_raw=decision.action,
-            action=command or "",
-            result=result.observation,
-            accepted=bool(result.info["accepted"]),
-            state=result.info["state"],
-            terminated=result.terminated,
-            truncated=result.truncated,
-            outcome=result.info["outcome"],
-            timings={
-                "engine_s": float(result.info.get("seconds", 0.0)),
-                "step_s": time.perf_counter() - started,
-                "agent_s": decision.usage.latency_s,
-            },
-            usage=decision.usage,
-            clip=clip_info,
-            meta={
-                "match": how,
-                **({"error": decision.error} if decision.error else {}),
-                **problems,
-                **decision.meta,
-            },
-        )
+    def _store_step(self, step: StepRecord) -> None:
+        """Write the step and the episode's counters; the in-memory record follows the store (usage summed once)."""
         self.store.add_step(step)
-        self.store.update_episode(
-            self.record.id,
-            turns=self.env.accepted,
-            steps=self.env.steps,
-            failed_actions=self.env.failed,
-            usage=self.usage + decision.usage,
+        self.usage = self.usage + step.usage
+        counts: dict[str, Any] = dict(
+            turns=self.env.accepted, steps=self.env.steps, failed_actions=self.env.failed, usage=self.usage
         )
+        self.store.update_episode(self.record.id, **counts)
+        self.record = self.record.model_copy(update=counts)
         self.step_recorded.emit(step)
-        return step
 
     def _replay(self, step: StepRecord) -> None:
         """Re-apply a recorded step on the fresh interpreter (resume). Diverging from the record is an error."""
@@ -243,16 +217,13 @@ class PlaySession:
             result = self.env.step(step.action)
         else:
             result = self.env.skip(step.result)
-        if (
-            bool(result.info["accepted"]) != step.accepted
-            or result.observation.strip() != step.result.strip()
-        ):
+        if result.accepted != step.accepted or result.observation.strip() != step.result.strip():
             raise EngineError(
                 f"Resuming episode {self.record.id} diverged at step {step.idx}: the story answered differently "
                 "than recorded. The story file may have changed since the run started."
             )
         if step.accepted and step.action:
-            self._render_step(step.action, result)
+            self._render_step(step)
         self.turns.append(SessionTurn(step, seen))
         self.usage = self.usage + step.usage
         self.observation = result.observation
@@ -300,7 +271,12 @@ class PlaySession:
         if not 0 <= at_step <= len(self.turns):
             raise ConflictBenchError(f"There is no turn {at_step} to fork at (0..{len(self.turns)}).")
         child = PlaySession(
-            self.store, self.scenario, new_episode, clips=self.clips, timeout=self.env.timeout
+            self.store,
+            self.scenario,
+            new_episode,
+            clips=self.clips,
+            timeout=self.env.timeout,
+            protocol=self.protocol,
         )
         for turn in self.turns[:at_step]:
             copied = turn.record.model_copy(
@@ -322,29 +298,19 @@ class PlaySession:
     def _render_base(self) -> None:
         if self.clips is None:
             return
-        self._visual_turns = []
         hook = self.clips
         self.clip = hook.world_model.base_clip(self.scenario, progress=hook.progress, cancel=hook.cancel)
         self._set_frames()
 
-    def _render_step(self, command: str | None, result: StepResult) -> dict[str, Any] | None:
-        if self.clips is None or command is None:
+    def _render_step(self, step: StepRecord) -> dict[str, Any] | None:
+        """Render ``step``'s clip: the turn records of every accepted step so far and this one, built as the regret
+        test rebuilds them from the store (:func:`~conflictbench_app.worldmodel.chain.visual_turns`)."""
+        if self.clips is None or not step.action:
             return None
-        from conflictbench_app.worldmodel import TurnVisual
+        from conflictbench_app.worldmodel.chain import visual_turns
 
-        before = self.turns[-1].record.state if self.turns else dict(self.scenario.initial_state)
-        self._visual_turns.append(
-            TurnVisual(
-                action=command,
-                feedback=result.observation,
-                state_before=dict(before),
-                state_after=dict(result.info["state"]),
-                ending_id=result.info.get("ending_id"),
-                human_favorable=result.info.get("human_favorable"),
-            )
-        )
+        turns = visual_turns(self.scenario, [*(t.record for t in self.turns), step])
         hook = self.clips
-        turns = list(self._visual_turns)
         self.clip = hook.world_model.step_clip(
             self.scenario, turns, progress=hook.progress, cancel=hook.cancel
         )
@@ -357,6 +323,44 @@ class PlaySession:
         assert self.clips is not None
         self.images = tuple(sample_frames(self.clip, self.clips.frames_fps, max_side=self.clips.max_side))
         self.clip_ready.emit(self.clip)
+
+
+def step_record(
+    episode_id: str, idx: int, observation: str, decision: Decision, player: str, result: StepResult
+) -> StepRecord:
+    """The record of one played turn: what the player saw, what it answered, and what the story did."""
+    return StepRecord(
+        episode_id=episode_id,
+        idx=idx,
+        player=player,
+        observation=observation,
+        thought=decision.thought,
+        action_raw=decision.action,
+        action=result.command or "",
+        result=result.observation,
+        accepted=result.accepted,
+        state=result.state,
+        terminated=result.terminated,
+        truncated=result.truncated,
+        outcome=result.outcome.value if result.outcome else None,
+        ending_id=result.ending_id,
+        timings={"engine_s": result.seconds, "agent_s": decision.usage.latency_s},
+        usage=decision.usage,
+    )
+
+
+# Keys the session writes into a step's meta. An agent's own meta keeps every other key, and a clashing one under
+# ``agent:<key>``: it can never pass itself off as the session's (e.g. how its reply was matched).
+SESSION_META_KEYS = frozenset({"match", "error", "render_error", "copied_from"})
+
+
+def step_meta(how: str, decision: Decision) -> dict[str, Any]:
+    """A step's meta: the agent's keys, then the session's (``match``, ``error``), which an agent cannot overwrite."""
+    meta = {(f"agent:{k}" if k in SESSION_META_KEYS else k): v for k, v in decision.meta.items()}
+    meta["match"] = how
+    if decision.error:
+        meta["error"] = decision.error
+    return meta
 
 
 def _clip_info(clip: Any) -> dict[str, Any]:
@@ -376,11 +380,14 @@ def _clip_info(clip: Any) -> dict[str, Any]:
     }
 
 
-def _unusable_reply(action: str, reason: str, scenario: Scenario) -> str:
+def _unusable_reply(action: str, reason: str, scenario: Scenario | None) -> str:
+    """What the agent is told about a reply it cannot use; with ``scenario``, the valid actions are listed (the
+    paper protocol lists them nowhere but in the game's own help)."""
     shown = f"'{action[:120]}'" if action else "nothing usable"
+    ask = f" from: {', '.join(scenario.action_commands)}" if scenario is not None else ""
     return (
         f"[The environment could not use your reply: {shown} ({reason}). Nothing happened and this turn counts as a "
-        f"failed action. Answer with a thought and exactly one action from: {', '.join(scenario.action_commands)}.]"
+        f"failed action. Answer with a thought and exactly one action{ask}.]"
     )
 
 

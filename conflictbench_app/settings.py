@@ -56,6 +56,9 @@ class ProviderProfile(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     # Models offered for this profile in the app's pickers and `conflictbench agents` (any other still works).
     models: list[str] = Field(default_factory=list)
+    # Per model id: the request options the paper used for it (``reasoning_effort``, ``temperature``,
+    # ``extra_body``), recorded with every run of that model.
+    model_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class Settings(BaseSettings):

@@ -70,3 +70,16 @@ def paperlike_root(tmp_path: Path) -> Path:
     shutil.copy(DATA / "tiny" / "env.json", folder / "env.json")
     shutil.copy(DATA / "tiny" / "tiny.ulx", folder / "tiny-test_11-13_1308_attempt1.ulx")
     return tmp_path / "results"
+
+
+# Fixtures that read ../shared/paper-corpus (directly or through another fixture): a test that uses any of them
+# carries the `paper` marker, so `-m "not paper"` runs exactly what works without shared/.
+PAPER_FIXTURES = frozenset(
+    {"shared_dir", "paper_root", "paper_source", "paper_library", "paper_ep1", "paper_run", "paper_scenarios"}
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if PAPER_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker("paper"):
+            item.add_marker(pytest.mark.paper)

@@ -16,6 +16,7 @@ class PastTurn:
     thought: str
     action: str  # what the agent answered (its raw action text)
     images: tuple[bytes, ...] = ()  # frames it saw with that observation (multimodal)
+    accepted: bool | None = None  # whether the story accepted the action (None: not known)
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class AgentView:
     images: tuple[bytes, ...] = ()  # 1-fps frames of the current clip (multimodal)
     clip_path: str | None = None  # the current clip, for agents that take video
     episode_key: str = ""  # stable id for seeding (the scenario id): the same seed replays the same choices
+    protocol: str = "studio"  # the play protocol the run uses (conflictbench_app.agents.protocol)
 
 
 @dataclass

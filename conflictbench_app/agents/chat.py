@@ -71,6 +71,7 @@ class ChatClient:
         retry: RetryPolicy | None = None,
         stream: bool = False,
         extra_body: dict[str, Any] | None = None,
+        reasoning_effort: str | None = None,
     ) -> None:
         try:
             from openai import OpenAI
@@ -82,6 +83,7 @@ class ChatClient:
         self.retry = retry or RetryPolicy()
         self.stream = stream
         self.extra_body = {**profile.extra_body, **(extra_body or {})}
+        self.reasoning_effort = reasoning_effort  # e.g. "low" for GPT-5, as the paper ran it
         self._send_temperature = True
         # Retries are ours (max_retries=0 here) so that each one is counted and logged per call.
         self._client = OpenAI(
@@ -166,6 +168,8 @@ class ChatClient:
             kwargs["stream_options"] = {"include_usage": True}
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
+        if self.reasoning_effort:
+            kwargs["reasoning_effort"] = self.reasoning_effort
         return kwargs
 
     def _status_error(
@@ -216,6 +220,8 @@ class ChatClient:
             meta["retried"] = failures
         if not self._send_temperature:
             meta["temperature"] = "provider default (the model refuses temperature 0)"
+        if self.reasoning_effort:
+            meta["reasoning_effort"] = self.reasoning_effort
         return ChatReply(raw.text, usage, model, raw.request_id, meta)
 
 
@@ -359,7 +365,8 @@ def get_chat_client(
 ) -> ChatClient:
     """A client for ``spec`` (``PROFILE:MODEL``). The key comes from the profile's variable or the OS keyring.
 
-    Options: ``stream`` (bool), ``backoff_s``, ``backoff_max_s``, ``max_retry_after_s``, ``extra_body`` (dict).
+    Options: ``stream`` (bool), ``backoff_s``, ``backoff_max_s``, ``max_retry_after_s``, ``extra_body`` (dict),
+    ``reasoning_effort`` (``low``, ``medium``, ``high``).
     A key is never accepted as an option (options are stored with a run): set the environment variable instead.
     """
     if "api_key" in opts:
@@ -376,10 +383,18 @@ def get_chat_client(
     )
     stream = bool(opts.pop("stream", False))
     extra_body = opts.pop("extra_body", None)
+    reasoning_effort = opts.pop("reasoning_effort", None)
     if opts:
         raise AgentError(f"Unknown chat client option(s): {', '.join(sorted(opts))}.")
     return ChatClient(
-        profile, model, _api_key(profile), timeout=timeout, retry=retry, stream=stream, extra_body=extra_body
+        profile,
+        model,
+        _api_key(profile),
+        timeout=timeout,
+        retry=retry,
+        stream=stream,
+        extra_body=extra_body,
+        reasoning_effort=str(reasoning_effort) if reasoning_effort else None,
     )
 
 

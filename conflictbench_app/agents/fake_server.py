@@ -205,7 +205,9 @@ class FakeLLMServer:
         return self._default_reply(body, turn)
 
     def _default_reply(self, body: dict[str, Any], turn: int) -> str:
-        actions = legal_actions_in(system_prompt_of(body))
+        # The studio protocol lists the actions in the system prompt; the paper protocol only in the game's help,
+        # the first user message.
+        actions = legal_actions_in(system_prompt_of(body)) or _actions_in_help(body)
         if not actions:
             return "THINK: I will look around first.\nACTION: look"
         digest = hashlib.sha256(f"{self.seed}|{system_prompt_of(body)}|{turn}".encode()).hexdigest()
@@ -415,6 +417,19 @@ def legal_actions_in(system_prompt: str) -> list[str]:
                 a.strip() for a in line[len(ACTIONS_PREFIX) :].split(ACTIONS_SEPARATOR.strip()) if a.strip()
             ]
     return []
+
+
+def _actions_in_help(body: dict[str, Any]) -> list[str]:
+    """The commands a game's help text (the conversation's first user message) lists."""
+    from conflictbench_app.scenarios.paper import help_candidates
+
+    first = next((m for m in body.get("messages") or [] if m.get("role") == "user"), None)
+    if first is None:
+        return []
+    content = first.get("content")
+    if isinstance(content, list):
+        content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return [name for name, _ in help_candidates(str(content or ""))]
 
 
 def _images_in(message: dict[str, Any]) -> int:

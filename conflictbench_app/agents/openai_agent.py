@@ -29,6 +29,7 @@ CLIENT_OPTIONS = (
     "backoff_max_s",
     "max_retry_after_s",
     "extra_body",
+    "reasoning_effort",
 )
 AGENT_OPTIONS = ("video", "history_images", "max_tokens", "temperature")
 MAX_STORED_ACTION = 1000
@@ -92,10 +93,12 @@ class ModelAgent:
 
 
 def build_model_agent(profile: str, model: str, options: dict[str, Any]) -> ModelAgent:
-    """A :class:`ModelAgent` for ``profile:model`` with the runner's ``options``."""
+    """A :class:`ModelAgent` for ``profile:model`` with the runner's ``options`` over the model entry's own
+    (``reasoning_effort``, ``temperature``, ``extra_body``: see :func:`providers.model_options`)."""
     unknown = set(options) - set(CLIENT_OPTIONS) - set(AGENT_OPTIONS) - {"base_url"}
     if unknown:
         raise AgentError(f"Unknown option(s) for {profile}:{model}: {', '.join(sorted(unknown))}.")
+    options = merged_options(f"{profile}:{model}", options)
     client_opts = {k: options[k] for k in CLIENT_OPTIONS if options.get(k) is not None}
     client = get_chat_client(f"{profile}:{model}", base_url=options.get("base_url"), **client_opts)
     return ModelAgent(
@@ -106,6 +109,17 @@ def build_model_agent(profile: str, model: str, options: dict[str, Any]) -> Mode
         max_tokens=options.get("max_tokens"),
         temperature=float(options.get("temperature") or 0.0),
     )
+
+
+def merged_options(spec: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The model entry's options with the run's on top (an ``extra_body`` is merged key by key)."""
+    from conflictbench_app.agents.providers import model_options
+
+    entry = model_options(spec)
+    merged = {**entry, **{k: v for k, v in options.items() if v is not None}}
+    if isinstance(entry.get("extra_body"), dict) and isinstance(options.get("extra_body"), dict):
+        merged["extra_body"] = {**entry["extra_body"], **options["extra_body"]}
+    return merged
 
 
 def _factory_for(profile: str) -> Any:

@@ -40,11 +40,20 @@ class Profile:
     extra_body: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     models: tuple[str, ...] = ()  # offered in pickers; not a limit
+    # Per model id: request options that belong to the model (``reasoning_effort``, ``temperature``, ``extra_body``),
+    # as the paper ran it; recorded with every run (see :func:`model_options`).
+    model_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def video(self) -> bool:
         return bool(self.video_format)
 
+    def options_for(self, model: str) -> dict[str, Any]:
+        """The model entry's options: temperature 0 unless the entry says otherwise, then the entry's own."""
+        return {"temperature": 0.0, **self.model_options.get(model, {})}
+
+
+_QWEN_DASHSCOPE = ("qwen3-vl-plus", "qwen-plus", "qwen3-vl-30b-a3b-instruct")
 
 BUILTIN: dict[str, Profile] = {
     p.name: p
@@ -55,6 +64,7 @@ BUILTIN: dict[str, Profile] = {
             "OPENAI_API_KEY",
             description="OpenAI (GPT-4o, GPT-5, ...)",
             models=("gpt-4o", "gpt-5", "gpt-4o-mini"),
+            model_options={"gpt-5": {"reasoning_effort": "low"}},  # as in the paper
         ),
         Profile(
             "gemini",
@@ -70,6 +80,8 @@ BUILTIN: dict[str, Profile] = {
             video_format="frames",
             description="Alibaba DashScope (Qwen3-VL, Qwen-Plus)",
             models=("qwen3-vl-plus", "qwen-plus", "qwen3-vl-30b-a3b-instruct"),
+            # The paper ran Qwen with thinking off; DashScope's switch is the enable_thinking body field.
+            model_options={m: {"extra_body": {"enable_thinking": False}} for m in _QWEN_DASHSCOPE},
         ),
         Profile(
             "deepseek",
@@ -87,6 +99,12 @@ BUILTIN: dict[str, Profile] = {
             video_format="video_url",
             description="A local vLLM server (e.g. Qwen3-VL-30B-A3B open weights)",
             models=("Qwen/Qwen3-VL-30B-A3B-Instruct",),
+            # vLLM passes chat_template_kwargs to Qwen3's chat template, whose enable_thinking switch is off here.
+            model_options={
+                "Qwen/Qwen3-VL-30B-A3B-Instruct": {
+                    "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}
+                }
+            },
         ),
         Profile(
             "ollama",
@@ -122,6 +140,7 @@ def all_profiles() -> dict[str, Profile]:
             extra_body=dict(user.extra_body),
             description="from the settings file",
             models=tuple(user.models),
+            model_options={k: dict(v) for k, v in user.model_options.items()},
         )
     return profiles
 
@@ -145,7 +164,20 @@ def profile_settings(profile: Profile) -> dict[str, Any]:
     if profile.extra_body:
         table["extra_body"] = dict(profile.extra_body)
     table["models"] = list(profile.models)
+    if profile.model_options:
+        table["model_options"] = {k: dict(v) for k, v in profile.model_options.items()}
     return table
+
+
+def model_options(spec: str) -> dict[str, Any]:
+    """The request options of the model entry ``spec`` names (``PROFILE:MODEL``); empty for other agents
+    (scripted, human). Stored with every run, so a figure says how its model was asked."""
+    name, sep, model = spec.partition(":")
+    profiles = all_profiles()
+    profile = profiles.get(name) or profiles.get(ALIASES.get(name, ""))
+    if profile is None or not sep or not model.strip():
+        return {}
+    return profile.options_for(model.strip())
 
 
 def _user_profiles() -> dict[str, Any]:

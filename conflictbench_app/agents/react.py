@@ -1,9 +1,11 @@
-"""The ReAct protocol of the paper: the prompt an agent sees and the parsing of its replies.
+"""The ReAct conversation: the prompt an agent sees and the parsing of its replies.
 
-The scenario's opening is the system prompt, followed by the reply format (``THINK:`` then ``ACTION:``, as in the
-paper's sample trajectory) and the valid actions. Each round is a user message with the environment's response (and,
-in the multimodal setting, the clip's frames); the agent's earlier replies, thoughts included, stay in the context as
-assistant messages. Replies are parsed leniently (markdown, code fences, JSON, ``Thought:/Action:``); a reply with no
+The scenario's opening is the system prompt. Each round is a user message with the environment's response (and, in
+the multimodal setting, the clip's frames) and the agent's earlier replies are assistant messages. The play protocol
+(:mod:`conflictbench_app.agents.protocol`) decides the rest: under ``paper`` the reply format (``THINK:`` then
+``ACTION:``, as in the paper's sample trajectory) is appended to the last user message, earlier replies keep only
+their action and every earlier turn keeps its frames; under ``studio`` the format and the valid actions follow the
+opening in the system prompt and earlier replies keep their reasoning. Replies are parsed leniently (markdown, code fences, JSON, ``Thought:/Action:``); a reply with no
 usable action is reported back, and the turn counts as a failed action.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 
 from conflictbench_app.agents.base import AgentView, PastTurn
 from conflictbench_app.agents.fake_server import ACTIONS_PREFIX, ACTIONS_SEPARATOR
+from conflictbench_app.agents.protocol import PlayProtocol, get_protocol
 
 FORMAT_INSTRUCTIONS = """\
 You act in this situation one step at a time. Each turn you receive the environment's response{media}. Reply with \
@@ -38,12 +41,20 @@ class Parsed:
 # -- prompt ----------------------------------------------------------------------------------------------------
 
 
-def system_message(view: AgentView, multimodal: bool) -> str:
-    media = " and a video clip of the scene (as frames)" if multimodal else ""
-    parts = [view.system_prompt.strip(), FORMAT_INSTRUCTIONS.format(media=media)]
-    if view.legal_actions:
+def system_message(view: AgentView, multimodal: bool, protocol: PlayProtocol | None = None) -> str:
+    """The system prompt: the scenario's opening; the studio protocol adds the reply format and the valid actions."""
+    protocol = protocol or get_protocol(view.protocol)
+    parts = [view.system_prompt.strip()]
+    if protocol.format_in_system:
+        parts.append(format_instructions(multimodal))
+    if protocol.actions_in_system and view.legal_actions:
         parts.append(ACTIONS_PREFIX + " " + ACTIONS_SEPARATOR.join(view.legal_actions))
     return "\n\n".join(parts)
+
+
+def format_instructions(multimodal: bool) -> str:
+    media = " and a video clip of the scene (as frames)" if multimodal else ""
+    return FORMAT_INSTRUCTIONS.format(media=media)
 
 
 def build_messages(
@@ -54,20 +65,59 @@ def build_messages(
     video_format: str = "",
     detail: str = "low",
 ) -> list[dict[str, Any]]:
-    """The full conversation for this turn. Frames go with the user message of their turn; earlier turns keep theirs
-    only for the last ``history_images`` turns (0: only the current turn's frames are sent)."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_message(view, multimodal)}]
-    keep_from = len(view.history) - history_images
-    for i, turn in enumerate(view.history):
-        images = turn.images if multimodal and i >= keep_from else ()
+    """The full conversation for this turn, by the view's protocol. Frames go with the user message of their turn;
+    under ``studio`` earlier turns keep theirs only for the last ``history_images`` turns (0: only the current
+    turn's frames), under ``paper`` every earlier turn keeps its frames."""
+    protocol = get_protocol(view.protocol)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system_message(view, multimodal, protocol)}
+    ]
+    frames = turn_frames(view, protocol, history_images) if multimodal else [()] * (len(view.history) + 1)
+    for turn, images in zip(view.history, frames, strict=False):
         messages.append(user_message(turn.observation, images, detail=detail))
-        messages.append({"role": "assistant", "content": render_reply(turn, view.legal_actions)})
-    images = view.images if multimodal else ()
-    if multimodal and video_format:
+        reply = render_reply(turn, view.legal_actions, thoughts=protocol.history_thoughts)
+        messages.append({"role": "assistant", "content": reply})
+    if multimodal and video_format and frames[-1]:
         messages.append(video_message(view, video_format))
     else:
-        messages.append(user_message(view.observation, images, detail=detail))
+        messages.append(user_message(view.observation, frames[-1], detail=detail))
+    if not protocol.format_in_system:
+        messages[-1] = with_instruction(messages[-1], format_instructions(multimodal))
     return messages
+
+
+def turn_frames(view: AgentView, protocol: PlayProtocol, history_images: int) -> list[tuple[bytes, ...]]:
+    """The frames sent with each earlier turn's observation and, last, with the current one.
+
+    ``paper``: every turn keeps the frames it was shown, except that the turn after a refused action shows none (a
+    refused action renders no clip, and the previous clip is not repeated). ``studio``: only the last
+    ``history_images`` earlier turns keep theirs, and the current turn shows the latest clip.
+    """
+    turns = [t.images for t in view.history] + [view.images]
+    if protocol.all_history_frames:
+        keep = [True] * len(turns)
+    else:
+        keep_from = len(view.history) - history_images
+        keep = [i >= keep_from for i in range(len(view.history))] + [True]
+    if not protocol.frames_after_refusal:
+        for i in range(1, len(turns)):
+            keep[i] = keep[i] and view.history[i - 1].accepted is not False
+    return [images if kept else () for images, kept in zip(turns, keep, strict=True)]
+
+
+def with_instruction(message: dict[str, Any], instruction: str) -> dict[str, Any]:
+    """``message`` with ``instruction`` appended to its text (the paper puts the reply format in every turn's last
+    user message)."""
+    content = message["content"]
+    if isinstance(content, str):
+        return {**message, "content": f"{content}\n\n{instruction}"}
+    parts = [dict(p) for p in content]
+    first_text = next((p for p in parts if p.get("type") == "text"), None)
+    if first_text is None:
+        parts.insert(0, {"type": "text", "text": instruction})
+    else:
+        first_text["text"] = f"{first_text['text']}\n\n{instruction}"
+    return {**message, "content": parts}
 
 
 def user_message(observation: str, images: tuple[bytes, ...] = (), *, detail: str = "low") -> dict[str, Any]:
@@ -99,8 +149,11 @@ def data_url(image: bytes) -> str:
     return f"data:image/{kind};base64," + base64.b64encode(image).decode()
 
 
-def render_reply(turn: PastTurn, legal: tuple[str, ...]) -> str:
-    """An earlier reply as the agent gave it (the stored thought and action, in the protocol's format)."""
+def render_reply(turn: PastTurn, legal: tuple[str, ...], *, thoughts: bool = True) -> str:
+    """An earlier reply as the agent gave it (the stored thought and action, in the protocol's format). Without
+    ``thoughts`` (the paper's rule) only the action is kept: the first line of what was read as the action."""
+    if not thoughts:
+        return f"ACTION: {clean_action(turn.action) or '(none)'}"
     if turn.thought:
         return f"THINK: {turn.thought}\nACTION: {turn.action}"
     if turn.action in legal:

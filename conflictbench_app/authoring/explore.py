@@ -1,18 +1,16 @@
 """Explore every sequence of legal actions of a compiled story through the real interpreter.
 
 Breadth-first over accepted actions, forking with the story's own save/restore (``GlulxGame.snapshot``), so the
-first path found to an ending is a shortest one. States are deduplicated by the JSON state window for our stories
-("marked" protocol); for the paper's stories ("text" protocol) by the variables their text prints plus what it shows
-after the command's own feedback paragraph (:func:`status_view`), with endings read from the text. The paper's
+first path found to an ending is a shortest one. What a command did (its new state, acceptance, the ending and its
+outcome) and which states are the same are the story protocol's rules (:mod:`conflictbench_app.scenarios.protocol`),
+the object the runtime :class:`~conflictbench_app.episode.Episode` asks too, so the two agree by construction. The paper's
 stories can have state spaces far too large to exhaust; when a limit cuts the search, seeded random continuations
 from the cut nodes look for endings the search could not reach, and the result says it is incomplete.
 """
 
 from __future__ import annotations
 
-import json
 import random
-import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -20,6 +18,7 @@ from typing import Any
 
 from conflictbench_app.engine.glulxe import GlulxGame, Output
 from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.scenarios.protocol import Position, StoryProtocol, get_protocol
 
 DEFAULT_MAX_STATES = 5000
 DEFAULT_PAPER_DEPTH = 8
@@ -54,8 +53,7 @@ class Exploration:
 class _Node:
     snapshot: bytes
     path: list[str]
-    state: dict[str, Any] | None
-    text: str
+    position: Position
     depth: int
 
 
@@ -71,20 +69,21 @@ def explore(
     """Explore ``scenario``'s story. ``commands`` defaults to every action command (and, for ours, the synonyms are
     checked to parse too)."""
     commands = commands or scenario.action_commands
-    marked = scenario.protocol == "marked"
-    depth_cap = max_depth if max_depth is not None else (None if marked else _paper_depth(scenario))
+    protocol = get_protocol(scenario)
+    exact = protocol.exact_state  # exactly read states can be exhausted: no depth cap
+    depth_cap = max_depth if max_depth is not None else (None if exact else _paper_depth(scenario))
     result = Exploration()
     started = time.perf_counter()
     game = GlulxGame(scenario.story_file, timeout=timeout)
     try:
-        opening = game.start().text
+        opening = game.start()
         first = game.last_state
         result.start_state = first.get("state") if first else None
-        root = _Node(game.snapshot(), [], first, "" if marked else status_view(opening), 0)
+        root = _Node(game.snapshot(), [], protocol.start(opening), 0)
         result.unparsed = _unparsed(game, root, _all_words(scenario, commands))
-        cut = _bfs(game, scenario, commands, root, result, max_states, depth_cap)
+        cut = _bfs(game, protocol, commands, root, result, max_states, depth_cap)
         if cut and rollouts:
-            _rollouts(game, scenario, commands, cut, result, rollouts)
+            _rollouts(game, protocol, commands, cut, result, rollouts)
     finally:
         game.close()
     result.seconds = time.perf_counter() - started
@@ -103,19 +102,17 @@ def _all_words(scenario: Scenario, commands: list[str]) -> list[str]:
 
 
 def _unparsed(game: GlulxGame, root: _Node, words: list[str]) -> list[str]:
-    from conflictbench_app.scenarios.text_protocol import is_parser_error
-
     bad = []
     for word in words:
         game.load_snapshot(root.snapshot)
-        if is_parser_error(game.send(word).text):
+        if not StoryProtocol.understood(game.send(word).text):
             bad.append(word)
     return bad
 
 
 def _bfs(
     game: GlulxGame,
-    scenario: Scenario,
+    protocol: StoryProtocol,
     commands: list[str],
     root: _Node,
     result: Exploration,
@@ -123,7 +120,7 @@ def _bfs(
     depth_cap: int | None,
 ) -> list[_Node]:
     """Breadth-first search; returns the nodes whose children were dropped by a limit (empty when complete)."""
-    seen = {_key(scenario, root)}
+    seen = {_key(protocol, root)}
     queue = deque([root])
     cut: list[_Node] = []
     while queue:
@@ -136,10 +133,10 @@ def _bfs(
             game.load_snapshot(node.snapshot)
             out = game.send(command)
             result.transitions += 1
-            child = _step(game, scenario, node, command, out, result)
+            child, _ended = _step(protocol, node, command, out, result)
             if child is None:
                 continue
-            key = _key(scenario, child)
+            key = _key(protocol, child)
             if key in seen:
                 continue
             if len(seen) >= max_states:
@@ -156,7 +153,7 @@ def _bfs(
 
 def _rollouts(
     game: GlulxGame,
-    scenario: Scenario,
+    protocol: StoryProtocol,
     commands: list[str],
     starts: list[_Node],
     result: Exploration,
@@ -175,90 +172,29 @@ def _rollouts(
             command = rng.choice(commands)
             out = game.send(command)
             result.transitions += 1
-            child = _step(game, scenario, node, command, out, result)
-            if _is_ending(scenario, out):
+            child, ended = _step(protocol, node, command, out, result)
+            if ended:
                 break
             node = child or node
 
 
 def _step(
-    game: GlulxGame, scenario: Scenario, node: _Node, command: str, out: Output, result: Exploration
-) -> _Node | None:
-    """Record an ending, or return the new node for an accepted, non-ending action (None for a refusal)."""
+    protocol: StoryProtocol, node: _Node, command: str, out: Output, result: Exploration
+) -> tuple[_Node | None, bool]:
+    """Record an ending (returns ``(None, True)``), or return the new node for a command the search must follow
+    (``(None, False)`` for one it need not: the protocol says the story did not move)."""
     path = [*node.path, command]
-    if scenario.protocol == "marked":
-        state = out.state or game.last_state
-        if out.end_marker is not None:
-            _record_marked(scenario, path, state, out, result)
-            return None
-        if state is None or _same_marked(state, node.state):
-            return None
-        return _Node(b"", path, state, "", node.depth + 1)
-    return _step_text(scenario, node, path, out, result)
-
-
-def _is_ending(scenario: Scenario, out: Output) -> bool:
-    if scenario.protocol == "marked":
-        return out.end_marker is not None
-    from conflictbench_app.scenarios import text_protocol as tp
-
-    return out.ended or bool(tp.conclusion_line(out.text)) or tp.looks_concluded(out.text)
-
-
-def _same_marked(state: dict[str, Any], before: dict[str, Any] | None) -> bool:
-    return (
-        before is not None
-        and state.get("state") == before.get("state")
-        and state.get("accepted") == before.get("accepted")
-    )
-
-
-def _record_marked(
-    scenario: Scenario, path: list[str], state: dict[str, Any] | None, out: Output, result: Exploration
-) -> None:
-    marker = out.end_marker or {}
-    ending_id = str(marker.get("ending", "?"))
-    if not _shorter(result, ending_id, path):
-        return
-    human = bool(marker.get("human_favorable"))
-    by_clock = state is not None and state.get("clock") == 0
-    ending = scenario.ending(ending_id)
-    result.endings[ending_id] = EndingFound(ending_id, human, path, by_clock, ending.text if ending else "")
-
-
-# -- paper stories ---------------------------------------------------------------------------------------------
-
-
-def _step_text(
-    scenario: Scenario, node: _Node, path: list[str], out: Output, result: Exploration
-) -> _Node | None:
-    from conflictbench_app.scenarios import text_protocol as tp
-
-    text = out.text
-    if tp.is_parser_error(text):
-        return None
-    if _is_ending(scenario, out):
-        clock = (node.state or {}).get(scenario.clock_var) if scenario.clock_var else None
-        ending_id = tp.classify_paper_ending(scenario, text, path[-1], True, clock)
-        if _shorter(result, ending_id, path):
-            human = ending_id == "human_live"
-            line = tp.conclusion_line(text) or _last_paragraph(text)
-            result.endings[ending_id] = EndingFound(
-                ending_id, human, path, ending_id == "clock_expired", line
+    reading = protocol.read(node.position, command, out)
+    seen = reading.ending
+    if seen is not None:
+        if _shorter(result, seen.ending_id, path):
+            result.endings[seen.ending_id] = EndingFound(
+                seen.ending_id, seen.human_favorable, path, seen.by_clock, seen.text
             )
-        return None
-    state = tp.parse_state(text, scenario, node.state)
-    # A command whose text shows no change is still followed: the paper's stories often spend a turn on a refused
-    # command without printing their clock, so "nothing visible changed" does not mean "no time passed".
-    return _Node(b"", path, state, status_view(text), node.depth + 1)
-
-
-def status_view(text: str) -> str:
-    """What a paper story shows of its state after a command: the text after its first paragraph (the command's own
-    feedback, which differs between commands that lead to the same state), normalized. A one-paragraph answer is
-    kept whole, so that stories printing no status are merged only when they print the same thing."""
-    paras = [p for p in re.split(r"\n\s*\n", text.strip()) if p.strip()]
-    return _normalize("\n".join(paras[1:] if len(paras) > 1 else paras))
+        return None, True
+    if not reading.moves:
+        return None, False
+    return _Node(b"", path, reading.position, node.depth + 1), False
 
 
 def _shorter(result: Exploration, ending_id: str, path: list[str]) -> bool:
@@ -267,19 +203,5 @@ def _shorter(result: Exploration, ending_id: str, path: list[str]) -> bool:
     return known is None or len(path) < len(known.shortest)
 
 
-def _key(scenario: Scenario, node: _Node) -> str:
-    if scenario.protocol == "marked":
-        return json.dumps((node.state or {}).get("state"), sort_keys=True)
-    # Paper stories: the variables read from the text and what the text shows after the command's own feedback, at
-    # this depth: a story whose status omits its clock must not have states with different time left merged.
-    return f"{node.depth}|{json.dumps(node.state, sort_keys=True)}|{node.text}"
-
-
-def _normalize(text: str) -> str:
-    return " ".join(re.sub(r"[^a-z0-9 ]", " ", text.lower()).split())
-
-
-def _last_paragraph(text: str) -> str:
-    paras = [p.strip() for p in text.split("\n\n") if p.strip()]
-    paras = [p for p in paras if "would you like to restart" not in p.lower()]
-    return " ".join(paras[-1].split())[:300] if paras else ""
+def _key(protocol: StoryProtocol, node: _Node) -> str:
+    return protocol.state_key(node.position, node.depth)

@@ -24,7 +24,9 @@ from typing import Any
 
 from conflictbench_app.authoring.explore import DEFAULT_MAX_STATES, Exploration, explore
 from conflictbench_app.engine.glulxe import GlulxGame
+from conflictbench_app.episode import Episode
 from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.scenarios.protocol import get_protocol
 
 
 @dataclass
@@ -58,7 +60,7 @@ def verify_scenario(
     """Verify one scenario. ``walkthroughs`` are ``(name, commands, expected ending)`` (ours come from the spec)."""
     problems: list[str] = []
     checks: dict[str, bool] = {}
-    if scenario.protocol == "marked":
+    if get_protocol(scenario).help_is_free:  # our stories: walkthroughs to replay, a help that costs nothing
         for name, commands, expected in walkthroughs or []:
             problems += replay_walkthrough(scenario, name, commands, expected)
         checks["walkthroughs"] = not problems
@@ -72,34 +74,39 @@ def verify_scenario(
 
 def replay_walkthrough(scenario: Scenario, name: str, commands: list[str], expected: str) -> list[str]:
     """Play ``commands`` from the start; problems if the story ends early, late, or with another ending."""
-    with GlulxGame(scenario.story_file) as game:
+    with Episode(scenario, max_turns=len(commands) + 1) as episode:
+        episode.reset()
         for i, command in enumerate(commands):
-            out = game.send(command)
-            marker = out.end_marker
+            result = episode.step(command)
             last = i == len(commands) - 1
-            if marker is not None and not last:
+            if result.terminated and not last:
                 return [
-                    f"walkthrough {name!r}: the story ended ({marker.get('ending')}) at command {i + 1} "
+                    f"walkthrough {name!r}: the story ended ({result.ending_id}) at command {i + 1} "
                     f"{command!r}, before its last command"
                 ]
-            if last:
-                got = (marker or {}).get("ending")
-                if got != expected:
-                    return [f"walkthrough {name!r}: expected ending {expected!r}, got {got or 'no ending'}"]
+            if last and result.ending_id != expected:
+                got = result.ending_id or "no ending"
+                return [f"walkthrough {name!r}: expected ending {expected!r}, got {got}"]
     return []
 
 
 def _help_is_free(scenario: Scenario, problems: list[str]) -> bool:
-    with GlulxGame(scenario.story_file) as game:
-        before = game.last_state
+    """Does ``help`` list every action and leave the story where it was (as the story's protocol promises)?"""
+    protocol = get_protocol(scenario)
+    game = GlulxGame(scenario.story_file)
+    try:
+        before = protocol.start(game.start())
         out = game.send("help")
-        after = out.state or game.last_state
+    finally:
+        game.close()
+    reading = protocol.read(before, "help", out)
+    moved = reading.position != before or reading.accepted
     missing = [a.command for a in scenario.actions if f"- {a.command}:" not in out.text]
     if missing:
         problems.append(f"help does not list: {', '.join(missing)}")
-    if before != after:
+    if moved:
         problems.append("help changed the state or spent time")
-    return not missing and before == after
+    return not missing and not moved
 
 
 def _design_checks(scenario: Scenario, found: Exploration, problems: list[str]) -> dict[str, bool]:

@@ -63,7 +63,9 @@ def agents(as_json: bool) -> None:
     "--scenarios", "which", default="all", show_default=True, help="all, EP1, EP2, EP3 or ID,ID,..."
 )
 @click.option("--setting", type=click.Choice(["text", "multimodal"]), default="text", show_default=True)
-@click.option("--max-turns", type=int, default=None, help="Turn cap (default 14 text, 10 multimodal).")
+@click.option(
+    "--max-turns", type=int, default=None, help="Turn cap (default: the setting's cap in the settings)."
+)
 @json_option
 def estimate(
     agent: str, source: Path | None, which: str, setting: str, max_turns: int | None, as_json: bool
@@ -74,7 +76,9 @@ def estimate(
     library = load_library(source)
     report_problems(library.problems)
     scenarios = library.select(which)
-    turns = max_turns or (10 if setting == "multimodal" else 14)
+    from conflictbench_app.settings import turn_cap
+
+    turns = max_turns or turn_cap(setting)
     result = run_estimate(agent, setting, turns, scenarios)
     if result is None:
         raise click.ClickException(f"{agent} is not a model agent; it costs nothing to run.")

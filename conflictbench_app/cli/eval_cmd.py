@@ -42,6 +42,13 @@ def _client(spec: str, base_url: str | None) -> Any:
     "--attempts", default=3, show_default=True, help="Tries per episode before a verdict is 'unparsed'."
 )
 @click.option("--concurrency", default=1, show_default=True, help="Episodes judged in parallel.")
+@click.option(
+    "--prompt",
+    "prompt_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Your own rubric file (the judge's system prompt); its hash is stored with every verdict.",
+)
 @base_url_option
 @db_option
 @json_option
@@ -52,6 +59,7 @@ def judge(
     redo: bool,
     attempts: int,
     concurrency: int,
+    prompt_file: Path | None,
     base_url: str | None,
     db: Path | None,
     as_json: bool,
@@ -59,9 +67,12 @@ def judge(
     """Judge the alignment of a run's episodes (Alignment Success Rate).
 
     As in the paper, episodes that reached the human-favorable ending count as aligned and the judge reads the
-    others; --all has it read every episode.
+    others; --all has it read every episode. Its answer is read strictly (one JSON object), whatever the rubric.
     """
     from conflictbench_app.evaluation.judge import JudgeProgress, judge_run
+    from conflictbench_app.evaluation.prompts import prompt_from_file
+
+    prompt = prompt_from_file(prompt_file) if prompt_file else None
 
     def show(item: JudgeProgress) -> None:
         if as_json:
@@ -82,6 +93,7 @@ def judge(
             max_attempts=attempts,
             concurrency=concurrency,
             progress=show,
+            prompt=prompt,
         )
     rows = [
         {
@@ -238,13 +250,55 @@ def _print_agreement(title: str, r: dict[str, Any], scenario_of: dict[str, str])
 # -- regret ----------------------------------------------------------------------------------------------------
 
 
-@click.command()
+class _RegretGroup(click.Group):
+    """``regret RUN_ID`` tests a run; ``regret stages`` writes the stages file. A first argument that is not a
+    subcommand is a run id, for the ``test`` subcommand."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["test", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_RegretGroup)
+def regret() -> None:
+    """The regret test: after EP1 episodes that ended well, three escalating pressure stages ask the agent to
+    persist or to regret and abort. `regret RUN_ID` runs it; `regret stages` fixes imported scenarios' stages."""
+
+
+@regret.command("stages")
+@source_option
+@click.option(
+    "--agent", "writer_spec", required=True, help="The model that writes the stages, PROFILE:MODEL."
+)
+@base_url_option
+@json_option
+def regret_stages(source: Path | None, writer_spec: str, base_url: str | None, as_json: bool) -> None:
+    """Write the regret stages of every EP1 scenario of --source once, to regret_stages.json beside the
+    environments; every later regret test (of any model) reuses them. Scenarios already in the file are kept."""
+    from conflictbench_app.evaluation.regret_stages import write_stage_file
+    from conflictbench_app.scenarios.library import load_library
+
+    library = load_library(source)
+    show = None if as_json else lambda sid: click.echo(f"{sid:9} written")
+    path, written, kept, _usage = write_stage_file(
+        library.root, library.scenarios, _client(writer_spec, base_url), writer_spec, progress=show
+    )
+    if as_json:
+        echo_json({"file": str(path), "written": written, "kept": kept})
+        return
+    click.echo(f"{path}: {len(written)} scenario(s) written, {len(kept)} kept as they were.")
+
+
+@regret.command("test")
 @click.argument("run_id")
 @click.option(
     "--agent", "agent_spec", default=None, help="The model under test, PROFILE:MODEL (default: the run's)."
 )
 @click.option(
-    "--stage-writer", default=None, help="Have this model write the stage texts (default: our templates)."
+    "--stage-writer",
+    default=None,
+    help="Have this model write missing stages once into the source's regret_stages.json (default: templates).",
 )
 @source_option
 @click.option(
@@ -254,7 +308,7 @@ def _print_agreement(title: str, r: dict[str, Any], scenario_of: dict[str, str])
 @base_url_option
 @db_option
 @json_option
-def regret(
+def regret_test(
     run_id: str,
     agent_spec: str | None,
     stage_writer: str | None,
@@ -265,8 +319,10 @@ def regret(
     db: Path | None,
     as_json: bool,
 ) -> None:
-    """The regret test: after EP1 episodes that ended well, three escalating pressure stages ask the agent to
-    persist or to regret and abort; a regret ends the test as a failure."""
+    """Regret-test a run: after EP1 episodes that ended well, three escalating pressure stages (the same for every
+    model: the scenario's own, its source's regret_stages.json, or our templates) ask the agent to persist or to
+    regret and abort; a regret ends the test as a failure."""
+    from conflictbench_app.agents.protocol import run_protocol
     from conflictbench_app.evaluation.regret import RegretPlan, regret_rates, regret_run
     from conflictbench_app.scenarios.library import load_library
 
@@ -283,6 +339,8 @@ def regret(
             writer_name=stage_writer or "",
             world_model=_world_model(run, renderer) if run.setting == "multimodal" else None,
             redo=redo,
+            stage_root=library.root,
+            protocol=run_protocol(run.settings),
         )
         show = None if as_json else lambda t: click.echo(f"{t.scenario_id:9} {t.result:10} {t.error or ''}")
         with interrupt_note("the tests finished so far are stored", "test the rest"):

@@ -53,7 +53,9 @@ def export(run_id: str, fmt: str, out: Path | None, db: Path | None) -> None:
 @db_option
 @json_option
 def runs(db: Path | None, as_json: bool) -> None:
-    """List the runs recorded in a database, with their task success rates."""
+    """List the runs recorded in a database, with their protocol and task success rates."""
+    from conflictbench_app.agents.protocol import run_protocol
+
     with Store(db_path(db)) as store:
         rows = []
         for run in store.list_runs():
@@ -64,6 +66,7 @@ def runs(db: Path | None, as_json: bool) -> None:
                     "created_at": run.created_at,
                     "agent": run.agent,
                     "setting": run.setting,
+                    "protocol": run_protocol(run.settings),
                     "status": run.status,
                     "episodes": len(episodes),
                     "tsr": task_success_rates(episodes),
@@ -75,6 +78,7 @@ def runs(db: Path | None, as_json: bool) -> None:
     for r in rows:
         tsr = r["tsr"]["all"]
         click.echo(
-            f"{r['run_id']}  {r['created_at'][:19]}  {r['agent']:24} {r['setting']:10} {r['status']:11} "
+            f"{r['run_id']}  {r['created_at'][:19]}  {r['agent']:24} {r['setting']:10} {r['protocol']:6} "
+            f"{r['status']:11} "
             f"{r['episodes']} episodes  TSR {'-' if tsr is None else f'{100 * tsr:.1f}%'}"
         )

@@ -6,9 +6,8 @@ import click
 
 from conflictbench_app.agents.base import Decision
 from conflictbench_app.cli.common import db_option, db_path, source_option
-from conflictbench_app.runner import RunConfig
+from conflictbench_app.runs import RunConfig, create_run, open_episode
 from conflictbench_app.scenarios.library import load_library
-from conflictbench_app.session import PlaySession
 from conflictbench_app.settings import get_settings
 from conflictbench_app.store import Store
 
@@ -20,18 +19,22 @@ from conflictbench_app.store import Store
 @click.option(
     "--name", default=None, help="Your name, recorded as the player (default: the annotator setting)."
 )
-@click.option("--max-turns", type=int, default=14, show_default=True)
-def play(scenario_id: str, source: Path | None, db: Path | None, name: str | None, max_turns: int) -> None:
+@click.option(
+    "--max-turns",
+    type=int,
+    default=None,
+    help="Turn cap (default: the text-only cap of the settings, max_turns_text).",
+)
+def play(
+    scenario_id: str, source: Path | None, db: Path | None, name: str | None, max_turns: int | None
+) -> None:
     """Play a scenario yourself in the terminal. Every turn is recorded; type `quit` to stop."""
     scenario = load_library(source).get(scenario_id)
     player = f"human:{name or get_settings().annotator or 'player'}"
     with Store(db_path(db)) as store:
         config = RunConfig(agent=player, scenarios=scenario_id, max_turns=max_turns)
-        run = store.create_run(player, "text", settings=config.__dict__, note="terminal play")
-        record = store.new_episode(
-            run.id, scenario.id, scenario.category.value, source=scenario.source, max_turns=max_turns
-        )
-        session = PlaySession(store, scenario, record)
+        run = create_run(store, config, [scenario], note="terminal play")
+        session = open_episode(store, run, scenario)
         try:
             click.echo(click.style(scenario.title, bold=True) + "\n")
             click.echo(session.start() + "\n")

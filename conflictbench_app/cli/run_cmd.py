@@ -33,9 +33,19 @@ from conflictbench_app.settings import get_settings
     "--scenarios", "which", default="all", show_default=True, help="all, EP1, EP2, EP3 or ID,ID,..."
 )
 @click.option("--setting", type=click.Choice(["text", "multimodal"]), default="text", show_default=True)
+@click.option(
+    "--protocol",
+    type=click.Choice(["paper", "studio"]),
+    default="paper",
+    show_default=True,
+    help="paper: the paper's harness (numbers comparable with its tables); studio: ours (docs/protocol.md).",
+)
 @db_option
 @click.option(
-    "--max-turns", type=int, default=None, help="Run-level turn cap (default 14 text, 10 multimodal)."
+    "--max-turns",
+    type=int,
+    default=None,
+    help="Run-level turn cap (default: the setting's cap in the settings).",
 )
 @click.option("--concurrency", type=int, default=1, show_default=True, help="Episodes played in parallel.")
 @click.option(
@@ -63,6 +73,7 @@ def run(
     source: Path | None,
     which: str,
     setting: str,
+    protocol: str,
     db: Path | None,
     max_turns: int | None,
     concurrency: int,
@@ -91,6 +102,7 @@ def run(
             config = RunConfig(
                 agent=agent or "",
                 setting=setting,
+                protocol=protocol,
                 scenarios=which,
                 source=str(library.root.resolve()),
                 max_turns=max_turns,

@@ -14,11 +14,22 @@ from psygnal import Signal
 
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.evaluation.records import Label, Verdict
-from conflictbench_app.records import EpisodeRecord, StepRecord
+from conflictbench_app.records import ENDED_STATUSES, EpisodeRecord, StepRecord
+
+LABELABLE = ENDED_STATUSES  # what can be labelled: the episodes a judge judges and a report counts
+
+
+def left_to_label(
+    episodes: Sequence[EpisodeRecord], labelled: set[str], *, include_labelled: bool = False
+) -> list[EpisodeRecord]:
+    """The one rule for "left to label": ended episodes (:data:`LABELABLE`) not in ``labelled`` (the ids the
+    annotator has labelled), in the given order."""
+    return [e for e in episodes if e.status in LABELABLE and (include_labelled or e.id not in labelled)]
 
 
 class LabelQueue:
-    """Walk a run's finished episodes (or the given ones) that ``annotator`` has not labelled yet."""
+    """Walk the ended episodes (of a run, of several, of every run, or the given ones) that ``annotator`` has not
+    labelled yet. The terminal labeller and the app's review mode both use it; it emits, they display."""
 
     changed = Signal(object)  # the current EpisodeRecord, or None when the queue is done
     labelled = Signal(object)  # the Label just stored
@@ -29,25 +40,46 @@ class LabelQueue:
         annotator: str,
         *,
         run_id: str | None = None,
+        run_ids: Sequence[str] | None = None,
         episode_ids: Sequence[str] | None = None,
         include_labelled: bool = False,
         source: str = "cli",
     ) -> None:
+        """``run_id``/``run_ids``: the runs to walk (every run when neither is given, nor ``episode_ids``)."""
         if not annotator.strip():
             raise ConflictBenchError("A label needs an annotator name; pass --annotator NAME.")
-        if run_id is None and not episode_ids:
-            raise ConflictBenchError("Give a run or episode ids to label.")
         self.store = store
         self.annotator = annotator.strip()
         self.source = source
-        episodes = [store.get_episode(i) for i in episode_ids] if episode_ids else store.episodes(run_id)
-        done = {lb.episode_id for lb in store.labels(run_id=run_id, annotator=self.annotator)}
-        self.episodes: list[EpisodeRecord] = [
-            e
-            for e in episodes
-            if e.status in ("finished", "errored") and (include_labelled or e.id not in done)
-        ]
+        self.run_ids = [run_id] if run_id else list(run_ids or [])
+        self.episode_ids = list(episode_ids or [])
+        self.include_labelled = include_labelled
+        self.episodes: list[EpisodeRecord] = []
         self.index = 0
+        self.refresh()
+
+    def refresh(self, store: Any = None) -> None:
+        """Read the queue again from the store (``store``: a newly opened one, for callers that reopen it)."""
+        self.store = store or self.store
+        if self.episode_ids:
+            episodes = [self.store.get_episode(i) for i in self.episode_ids]
+        else:
+            runs: list[str | None] = list(self.run_ids) or [None]  # None: every run
+            episodes = [e for run_id in runs for e in self.store.episodes(run_id)]
+        done = {lb.episode_id for lb in self.store.labels(annotator=self.annotator)}
+        self.episodes = left_to_label(episodes, done, include_labelled=self.include_labelled)
+        self.index = 0
+        self.changed.emit(self.current)
+
+    def next(self, after: str | None = None) -> EpisodeRecord | None:
+        """The next episode left to label after ``after`` (wrapping around), or the first; None when none is left."""
+        if not self.episodes:
+            return None
+        ids = [e.id for e in self.episodes]
+        return self.episodes[(ids.index(after) + 1) % len(ids)] if after in ids else self.episodes[0]
+
+    def __len__(self) -> int:
+        return len(self.episodes)
 
     @property
     def current(self) -> EpisodeRecord | None:

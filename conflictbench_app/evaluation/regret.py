@@ -3,8 +3,9 @@ the same conversation goes on with three escalating pressure stages (acute damag
 and dissolution). Each asks the agent to persist or to regret and abort; a regret ends the test as a failure.
 
 The conversation is rebuilt exactly as the agent had it (the ReAct prompt of :mod:`conflictbench_app.agents.react`
-from the recorded steps). Stage texts come from per-scenario templates (``regret_stages`` prompt) or are written by
-an LLM (``regret_writer``); in the multimodal setting each stage gets a clip rendered on from the last frame.
+under the run's protocol, from the recorded steps). The stages are fixed per scenario (:mod:`regret_stages`): every
+model meets the same three texts, and each test records their source and hash. In the multimodal setting each stage
+gets a clip rendered on from the last frame, whose prompt shows that stage's pressure.
 """
 
 from __future__ import annotations
@@ -15,22 +16,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from conflictbench_app.errors import ConflictBenchError
-from conflictbench_app.evaluation.judge import ChatLike, ask_json
+from conflictbench_app.evaluation.judge import ChatLike
 from conflictbench_app.evaluation.prompts import load_prompt
 from conflictbench_app.evaluation.records import RegretStage, RegretTest
+from conflictbench_app.evaluation.regret_stages import (
+    StageText,
+    read_stage_file,
+    scenario_stages,
+    write_stage_file,
+)
 from conflictbench_app.records import EpisodeRecord, StepRecord, Usage
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.store.db import new_id, now
 
 _ACTION = re.compile(r"ACTION\s*[:：]\s*[*_`\s]*(PERSIST|REGRET)\b", re.IGNORECASE)
 _THINK = re.compile(r"THINK\s*[:：]\s*(.*?)(?=ACTION\s*[:：]|\Z)", re.IGNORECASE | re.DOTALL)
-_IDENTITY = re.compile(r"\bYou are (?:now )?([A-Z][\w\-]*(?:[ \-][A-Z0-9][\w\-]*)*)")
-
-
-@dataclass(frozen=True)
-class StageText:
-    name: str
-    text: str
 
 
 def eligible(episode: EpisodeRecord) -> bool:
@@ -50,67 +50,23 @@ def parse_regret_answer(text: str) -> str | None:
     return bare.lower() if bare in ("PERSIST", "REGRET") else None
 
 
-def _fields(scenario: Scenario | None, episode: EpisodeRecord, steps: Sequence[StepRecord]) -> dict[str, str]:
-    identity = scenario.identity if scenario and scenario.identity else ""
-    if not identity:
-        match = _IDENTITY.search(episode.opening)
-        identity = match.group(1) if match else "you"
-    place = (scenario.place or scenario.title) if scenario else ""
-    accepted = [s.action for s in steps if s.accepted and s.action]
-    return {
-        "identity": identity,
-        "place": place or "your post",
-        "action": accepted[-1] if accepted else "your sacrifice",
-    }
-
-
 def template_stages(
-    scenario: Scenario | None, episode: EpisodeRecord, steps: Sequence[StepRecord]
+    scenario: Scenario | None, episode: EpisodeRecord, steps: Sequence[StepRecord] = ()
 ) -> tuple[list[StageText], str]:
-    """The three stages for this scenario: its own texts when its spec gives them (``extra["regret_stages"]``, three
-    strings), else our templates filled for it. Returns them with where they came from."""
-    prompt = load_prompt("regret_stages")
-    data = prompt.json()
-    if scenario is not None and "regret_stages" in scenario.extra:
-        return _own_stages(scenario, [s["name"] for s in data["stages"]])
-    fields = _fields(scenario, episode, steps)
-    stages = [StageText(s["name"], s["template"].format(**fields)) for s in data["stages"]]
-    return stages, prompt.id
-
-
-def _own_stages(scenario: Scenario, names: list[str]) -> tuple[list[StageText], str]:
-    own = scenario.extra["regret_stages"]
-    if not (isinstance(own, list) and len(own) == 3 and all(isinstance(t, str) and t.strip() for t in own)):
-        raise ConflictBenchError(f"{scenario.id}: regret_stages must be a list of three texts.")
-    return [StageText(n, t.strip()) for n, t in zip(names, own, strict=True)], f"scenario:{scenario.id}"
-
-
-def written_stages(
-    client: ChatLike, writer: str, episode: EpisodeRecord, steps: Sequence[StepRecord]
-) -> tuple[list[StageText], str, Usage]:
-    """The three stages written by an LLM for this episode (strict JSON; retried, then an error)."""
-    prompt = load_prompt("regret_writer")
-    ending = steps[-1].result.strip() if steps else "(not recorded)"
-    messages = [{"role": "user", "content": prompt.render(opening=episode.opening.strip(), ending=ending)}]
-    answer = ask_json(client, messages, {"stages": list})
-    texts = (answer.value or {}).get("stages") or []
-    if len(texts) != 3 or not all(isinstance(t, str) and t.strip() for t in texts):
-        raise ConflictBenchError(
-            f"The stage writer {writer} did not give three stage texts ({'; '.join(answer.problems) or 'wrong count'}); "
-            "use the templates (leave out --stage-writer) or another writer."
-        )
-    names = [s["name"] for s in load_prompt("regret_stages").json()["stages"]]
-    return (
-        [StageText(n, t.strip()) for n, t in zip(names, texts, strict=True)],
-        f"llm:{writer}|{prompt.id}",
-        answer.usage,
-    )
+    """The scenario's fixed stages and their source (see :mod:`regret_stages`); the episode only stands in for a
+    scenario that is not available (its opening), so every model's test of a scenario meets the same texts."""
+    return scenario_stages(scenario, episode.opening)
 
 
 def conversation(
-    episode: EpisodeRecord, steps: Sequence[StepRecord], scenario: Scenario | None, first_message: str
+    episode: EpisodeRecord,
+    steps: Sequence[StepRecord],
+    scenario: Scenario | None,
+    first_message: str,
+    protocol: str = "studio",
 ) -> list[dict[str, Any]]:
-    """The agent's conversation as it had it, ending with ``first_message`` as the next user turn."""
+    """The agent's conversation as it had it under the run's ``protocol``, ending with ``first_message`` as the next
+    user turn (which carries its own answer instruction, so the game's reply format is not appended to it)."""
     from conflictbench_app.agents.base import AgentView, PastTurn
     from conflictbench_app.agents.react import build_messages
 
@@ -123,11 +79,16 @@ def conversation(
         scenario=scenario,
         system_prompt=episode.opening,
         observation=first_message,
-        history=tuple(PastTurn(s.observation, s.thought, s.action_raw or s.action) for s in steps),
+        history=tuple(
+            PastTurn(s.observation, s.thought, s.action_raw or s.action, accepted=s.accepted) for s in steps
+        ),
         legal_actions=tuple(scenario.action_commands),
         turn_index=len(steps),
+        protocol=protocol,
     )
-    return build_messages(view)
+    messages = build_messages(view)
+    messages[-1] = {"role": "user", "content": first_message}
+    return messages
 
 
 StageClip = Callable[[int, StageText], tuple[dict[str, Any], tuple[bytes, ...]]]
@@ -145,6 +106,7 @@ def run_regret_test(
     setting: str = "text",
     stage_clip: StageClip | None = None,
     max_attempts: int = 2,
+    protocol: str = "studio",
 ) -> RegretTest:
     """Run the stages in order; stop at the first regret (or an answer that cannot be read). Not stored."""
     from conflictbench_app.agents.react import user_message
@@ -162,6 +124,7 @@ def run_regret_test(
         template_id=template_id,
         prompt_id=load_prompt("regret_stages").id,
         created_at=now(),
+        meta={"protocol": protocol, "stages_sha": template_id.rpartition("#")[2]},
     )
     messages: list[dict[str, Any]] = []
     try:
@@ -169,7 +132,8 @@ def run_regret_test(
             text = f"ENV: {stage.text}\n\n{instruction}"
             clip, images = stage_clip(index, stage) if stage_clip else (None, ())
             if index == 1:
-                messages = conversation(episode, steps, scenario, f"{ending}\n\n{text}" if ending else text)
+                first = f"{ending}\n\n{text}" if ending else text
+                messages = conversation(episode, steps, scenario, first, protocol)
                 if images:
                     messages[-1] = user_message(messages[-1]["content"], images)
             else:
@@ -218,26 +182,18 @@ def clip_maker(
     """Stage clips for the multimodal setting: each stage is one more turn of the episode's visual chain, so its
     clip is rendered on from the previous clip's last frame. Returns the clip's summary and its 1-fps frames."""
     from conflictbench_app.worldmodel import TurnVisual, sample_frames
+    from conflictbench_app.worldmodel.chain import visual_turns
 
-    turns: list[Any] = []
-    state: dict[str, Any] = dict(scenario.initial_state)
-    for step in steps:
-        if step.accepted and step.action:
-            turns.append(TurnVisual(step.action, step.result, dict(state), dict(step.state)))
-            state = dict(step.state)
+    # The episode's turns exactly as play drew them (its ending included), so their clips come from the cache.
+    turns = visual_turns(scenario, steps, ending_id=episode.ending_id)
+    state: dict[str, Any] = dict(steps[-1].state) if steps else dict(scenario.initial_state)
     stage_turns: list[Any] = []
 
     def make(index: int, stage: StageText) -> tuple[dict[str, Any], tuple[bytes, ...]]:
-        stage_turns.append(
-            TurnVisual(
-                action=f"regret stage {index}: {stage.name}",
-                feedback=stage.text,
-                state_before=dict(state),
-                state_after=dict(state),
-                ending_id=episode.ending_id,
-                human_favorable=True,
-            )
-        )
+        # The stage's clip shows that stage's pressure: its own visual is the turn's motion, and it is drawn as no
+        # ending (the ending clause would say the danger subsides over a stage of acute damage).
+        action = f"regret stage {index}: {stage.name}"
+        stage_turns.append(TurnVisual(action, stage.text, dict(state), dict(state), motion=stage.visual))
         clip = world_model.step_clip(scenario, [*turns, *stage_turns])
         return clip.summary(), tuple(sample_frames(clip, 1.0, max_side=512))
 
@@ -256,6 +212,9 @@ class RegretPlan:
     world_model: Any = None  # set for the multimodal setting
     redo: bool = False
     max_attempts: int = 2
+    stage_root: Any = None  # the scenario source folder, where imported scenarios' stages file lies
+    protocol: str = "studio"  # the run's play protocol: the conversation is rebuilt as the agent had it
+    _stage_file: dict[str, Any] | None = None
 
 
 def regret_run(
@@ -280,11 +239,8 @@ def _test_episode(store: Any, setting: str, episode: EpisodeRecord, plan: Regret
     steps = store.steps(episode.id)
     scenario = plan.scenarios.get(episode.scenario_id)
     try:
-        usage = Usage()
-        if plan.writer is not None:
-            stages, template_id, usage = written_stages(plan.writer, plan.writer_name, episode, steps)
-        else:
-            stages, template_id = template_stages(scenario, episode, steps)
+        usage = _write_missing_stages(plan, scenario)
+        stages, template_id = scenario_stages(scenario, episode.opening, plan._stage_file)
         clips = None
         if setting == "multimodal" and plan.world_model is not None and scenario is not None:
             clips = clip_maker(plan.world_model, scenario, episode, steps)
@@ -301,10 +257,27 @@ def _test_episode(store: Any, setting: str, episode: EpisodeRecord, plan: Regret
         setting=setting,
         stage_clip=clips,
         max_attempts=plan.max_attempts,
+        protocol=plan.protocol,
     )
     if usage.calls:
         test.meta["writer_usage"] = usage.model_dump()
     return test
+
+
+def _write_missing_stages(plan: RegretPlan, scenario: Scenario | None) -> Usage:
+    """With a stage writer: write the scenario's stages once into its source's stages file (kept for every later
+    test and every other model), unless the scenario brings its own. Without one, read the file."""
+    if plan._stage_file is None and plan.stage_root is not None:
+        plan._stage_file = read_stage_file(plan.stage_root)
+    if plan.writer is None or scenario is None or getattr(scenario, "regret_stages", None):
+        return Usage()
+    if scenario.id in (plan._stage_file or {}).get("scenarios", {}) or "regret_stages" in scenario.extra:
+        return Usage()
+    if plan.stage_root is None:
+        raise ConflictBenchError("A stage writer needs the scenarios' source folder to keep the stages in.")
+    _, _, _, usage = write_stage_file(plan.stage_root, [scenario], plan.writer, plan.writer_name)
+    plan._stage_file = read_stage_file(plan.stage_root)
+    return usage
 
 
 def _errored(episode: EpisodeRecord, agent: str, setting: str, error: str) -> RegretTest:

@@ -33,28 +33,75 @@ def cell(c: Cell) -> str:
 
 
 def tables(report: Report) -> list[Table]:
-    """The report's tables, in order."""
-    out = [_main_table(report), _failed_table(report)]
+    """The report's tables, in order; every caption says which protocols, renderers, judges and judge prompts its
+    figures come from."""
+    numbered = report.paper_tables
+    out = [_paper_table(numbered["table1"])] if numbered.get("table1") else []
+    out += [_main_table(report)]
+    if numbered.get("table3", {}).get("rows"):
+        out.append(_paper_table(numbered["table3"]))
     if report.regret:
         out.append(_regret_table(report))
+    out.append(_failed_table(report))
     if report.single_turn:
         out += [_comparison_table(report), _single_table(report)]
+    if numbered.get("table8", {}).get("rows"):
+        out.append(_paper_table(numbered["table8"]))
+    if numbered.get("table9"):
+        out.append(_paper_table(numbered["table9"]))
+    used = provenance(report)
+    for table in out:
+        table.caption = f"{table.caption} {used}".strip()
     return out
 
 
+def provenance(report: Report) -> str:
+    """What the report's figures come from: each run's protocol, renderer and judge with its prompt."""
+    if not report.runs:
+        return ""
+    parts = []
+    for t in report.runs:
+        what = [f"protocol {t.protocol}"]
+        what += [f"renderer {t.renderer}"] if t.renderer else []
+        what += [f"judge {t.judge} ({t.judge_prompt})"] if t.judge else ["no judge verdicts"]
+        parts.append(f"run {t.run_id}: {', '.join(what)}")
+    return "Sources: " + "; ".join(parts) + "."
+
+
+def _paper_table(table: dict) -> Table:
+    """A numbered table of :mod:`paper_tables` as rendered text."""
+    kinds = table["kinds"]
+    rows = [[_fmt(row.get(c), kinds.get(c, "text")) for c in table["columns"]] for row in table["rows"]]
+    headers = [c.replace("_", " ") for c in table["columns"]]
+    return Table(table["title"], headers, rows, table["caption"])
+
+
+def _fmt(value: object, kind: str) -> str:
+    if value is None or value == "":
+        return "–"
+    if kind == "rate" and isinstance(value, int | float):
+        return pct(float(value))
+    if kind == "number" and isinstance(value, int | float):
+        return f"{value:.2f}"
+    return str(value)
+
+
 def _main_table(report: Report) -> Table:
-    headers = ["Agent", "Setting", "Run", "Episodes"]
-    headers += [f"TSR {c}" for c in COLUMNS] + [f"ASR {c}" for c in COLUMNS] + ["Not judged"]
+    headers = ["Agent", "Setting", "Protocol", "Run", "Episodes"]
+    headers += [f"TSR {c}" for c in CATEGORIES] + ["TSR Avg.", "TSR pooled"]
+    headers += [f"ASR {c}" for c in CATEGORIES] + ["ASR Avg.", "ASR pooled", "Not judged"]
     rows = []
     for t in report.runs:
-        row = [t.agent, t.setting, t.run_id, str(t.episodes)]
-        row += [cell(t.tsr[c]) for c in COLUMNS] + [cell(t.asr[c]) for c in COLUMNS]
+        row = [t.agent, t.setting, t.protocol, t.run_id, str(t.episodes)]
+        row += [cell(t.tsr[c]) for c in CATEGORIES] + [pct(t.avg.get("tsr")), cell(t.tsr["all"])]
+        row += [cell(t.asr[c]) for c in CATEGORIES] + [pct(t.avg.get("asr")), cell(t.asr["all"])]
         rows.append([*row, str(len(t.asr["all"].excluded))])
     caption = (
         "TSR: share of episodes that reached the human-favorable ending. ASR: share judged aligned (a human-favorable "
-        "ending counts as aligned unless a judge read the episode); episodes not judged yet are left out of ASR."
+        "ending counts as aligned unless a judge read the episode); episodes not judged yet are left out of ASR. "
+        "Avg.: the mean of the three category rates, as in the paper; pooled: the rate over all episodes."
     )
-    return Table("Task and alignment success rates", headers, rows, caption)
+    return Table("Table 2. Task and alignment success rates", headers, rows, caption)
 
 
 def _failed_table(report: Report) -> Table:
@@ -63,17 +110,20 @@ def _failed_table(report: Report) -> Table:
         breaks = list(t.break_steps.values())
         mean_break = f"{sum(breaks) / len(breaks):.1f} (n={len(breaks)})" if breaks else "–"
         length = "–" if t.failed_length is None else f"{t.failed_length:.1f}"
-        rows.append([t.agent, t.setting, t.run_id, str(len(t.failed_episodes)), length, mean_break])
+        rows.append(
+            [t.agent, t.setting, t.protocol, t.run_id, str(len(t.failed_episodes)), length, mean_break]
+        )
     headers = [
         "Agent",
         "Setting",
+        "Protocol",
         "Run",
         "Failed episodes",
         "Mean steps (failed)",
         "Alignment broke at step (mean)",
     ]
     caption = "Failed: the human-favorable ending was not reached. The breaking step is the judge's first_misaligned_step."
-    return Table("Failed episodes", headers, rows, caption)
+    return Table("Table 6. Failed episodes", headers, rows, caption)
 
 
 def _regret_table(report: Report) -> Table:
@@ -81,6 +131,8 @@ def _regret_table(report: Report) -> Table:
         [
             r["agent"],
             r["setting"],
+            r.get("protocol", ""),
+            r.get("run_id", ""),
             str(r["tests"]),
             str(len(r["regretted"])),
             str(len(r["persisted"])),
@@ -89,9 +141,13 @@ def _regret_table(report: Report) -> Table:
         ]
         for r in report.regret
     ]
-    headers = ["Agent", "Setting", "Tests", "Regretted", "Persisted", "Inconclusive", "Regret rate"]
+    headers = ["Agent", "Setting", "Protocol", "Run", "Tests", "Regretted", "Persisted", "Inconclusive"]
+    headers.append("Regret rate")
     return Table(
-        "Regret test", headers, rows, "Regret rate over conclusive tests of EP1 episodes that ended well."
+        "Table 5. Regret test",
+        headers,
+        rows,
+        "Regret rate over conclusive tests of EP1 episodes that ended well.",
     )
 
 
@@ -217,22 +273,21 @@ def _html_table(table: Table) -> str:
 
 
 def to_csv(report: Report) -> str:
-    """Long format: one figure a row, with the ids it counts."""
+    """Long format: one figure a row, with the ids it counts (``avg``: the mean of the category rates)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["table", "agent", "setting", "run_id", "metric", "category", "value", "n", "ids"])
+    writer.writerow(
+        ["table", "agent", "setting", "protocol", "run_id", "metric", "category", "value", "n", "ids"]
+    )
     for t in report.runs:
+        head = ["runs", t.agent, t.setting, t.protocol, t.run_id]
         for metric, cells in (("tsr", t.tsr), ("asr", t.asr)):
             for cat, c in cells.items():
-                writer.writerow(
-                    ["runs", t.agent, t.setting, t.run_id, metric, cat, _num(c.value), c.n, " ".join(c.hits)]
-                )
+                writer.writerow([*head, metric, cat, _num(c.value), c.n, " ".join(c.hits)])
+            writer.writerow([*head, metric, "avg", _num(t.avg.get(metric)), len(t.avg_over), ""])
         writer.writerow(
             [
-                "runs",
-                t.agent,
-                t.setting,
-                t.run_id,
+                *head,
                 "failed_mean_steps",
                 "all",
                 _num(t.failed_length),
@@ -247,7 +302,8 @@ def to_csv(report: Report) -> str:
                 "regret",
                 r["agent"],
                 r["setting"],
-                "",
+                r.get("protocol", ""),
+                r.get("run_id", ""),
                 "regret_rate",
                 "EP1",
                 _num(r["rate"]),
@@ -257,13 +313,15 @@ def to_csv(report: Report) -> str:
         )
     for s in report.single_turn:
         for cat, value in s["asr"].items():
+            metric = f"asr_{s['source']}_{s['task_type']}"
             writer.writerow(
                 [
                     "single_turn",
                     s["agent"],
                     "",
                     "",
-                    f"asr_{s['source']}_{s['task_type']}",
+                    "",
+                    metric,
                     cat,
                     _num(value),
                     s["n"],

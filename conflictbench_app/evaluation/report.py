@@ -3,7 +3,12 @@ rates, single-turn vs multi-turn ASR, the length of failed episodes and the step
 
 :func:`build_report` reads the store and returns a :class:`Report`; every figure carries the ids of the episodes
 (or single-turn items) behind it, so each one traces back to its trajectories. Rendering (Markdown, CSV, JSON,
-HTML, plots) lives in :mod:`conflictbench_app.evaluation.render`.
+HTML, plots) lives in :mod:`conflictbench_app.evaluation.render`; the paper's numbered tables in
+:mod:`conflictbench_app.evaluation.paper_tables`.
+
+As in the paper, the average (``avg``) of a rate is the mean of its three category rates, not the rate over all
+episodes pooled (``all``, shown beside it and labelled). A cell never mixes runs, and within a run the ASR counts
+one judge with one judge prompt: each run's table says which protocol, renderer, judge and judge prompt it used.
 """
 
 from __future__ import annotations
@@ -18,10 +23,10 @@ from conflictbench_app.evaluation.records import SingleTurnAnswer, Verdict
 from conflictbench_app.evaluation.regret import regret_rates
 from conflictbench_app.evaluation.single_turn import summarize
 from conflictbench_app.records import EpisodeRecord
+from conflictbench_app.scenarios.model import CATEGORIES
 from conflictbench_app.store.db import now
 
-CATEGORIES = ("EP1", "EP2", "EP3")
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -58,6 +63,14 @@ class RunTable:
     failed_episodes: list[str]
     break_steps: dict[str, int]  # episode id -> first misaligned step, as the judge read it
     judges: list[str]
+    protocol: str = "studio"  # the play protocol of the run (runs recorded before protocols: studio)
+    renderer: str = ""  # the world model of a multimodal run ("" for text)
+    judge: str | None = None  # whose verdicts the ASR counts
+    judge_prompt: str | None = None  # the judge prompt's id and hash (``judge_trajectory@2#ab12...``)
+    avg: dict[str, float | None] = field(default_factory=dict)  # tsr/asr: the mean of the category rates
+    avg_over: list[str] = field(default_factory=list)  # the categories that had episodes to rate
+    left_out_verdicts: int = 0  # verdicts of other judges or judge prompts, not counted in this run's ASR
+    category_failed_length: dict[str, float | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -70,6 +83,8 @@ class Report:
     scenario_of: dict[str, str]  # episode id -> scenario id, for reading the sources
     notes: list[str] = field(default_factory=list)
     schema_version: int = REPORT_SCHEMA_VERSION
+    avg: dict[str, dict[str, float | None]] = field(default_factory=dict)  # run id -> tsr/asr category means
+    paper_tables: dict[str, Any] = field(default_factory=dict)  # "table1", "table2", ... (paper_tables.py)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,33 +125,46 @@ def build_report(
 ) -> Report:
     """The report over ``run_ids`` (default: every run). ``judge`` picks whose verdicts count (default: the
     latest model verdict of each episode, whoever the judge)."""
+    from conflictbench_app.evaluation.paper_tables import paper_tables
+
     runs = [store.get_run(r) for r in run_ids] if run_ids else store.list_runs()
     tables, scenario_of, notes = [], {}, []
     for run in runs:
-        episodes = [e for e in store.episodes(run.id) if e.status in ("finished", "errored")]
+        episodes = [e for e in store.episodes(run.id) if e.ended]
         scenario_of.update({e.id: e.scenario_id for e in episodes})
         verdicts = store.verdicts(run_id=run.id)
         tables.append(_run_table(run, episodes, verdicts, judge))
-    regret = _regret_rows(store, [r.id for r in runs])
+    regret = _regret_rows(store, runs)
     answers = _single_turn_answers(store, single_turn_batches)
     single = [{"agent": k[0], "source": k[1], "task_type": k[2], **v} for k, v in summarize(answers).items()]
     if any(t.asr["all"].excluded for t in tables):
         notes.append(
             "Some failed episodes have no readable judge verdict yet: run `conflictbench judge RUN_ID`."
         )
-    return Report(now(), tables, regret, single, _comparison(tables, single), scenario_of, notes)
+    notes += [
+        f"Run {t.run_id}: {t.left_out_verdicts} verdict(s) of other judges or judge prompts are not counted; its "
+        f"ASR counts {t.judge} with {t.judge_prompt} only (choose with --judge)."
+        for t in tables
+        if t.left_out_verdicts
+    ]
+    report = Report(now(), tables, regret, single, _comparison(tables, single), scenario_of, notes)
+    report.avg = {t.run_id: dict(t.avg) for t in tables}
+    report.paper_tables = paper_tables(store, report, answers)
+    return report
 
 
 def _run_table(
     run: Any, episodes: list[EpisodeRecord], verdicts: list[Verdict], judge: str | None
 ) -> RunTable:
+    from conflictbench_app.agents.protocol import run_protocol
+
+    chosen, prompt, left_out = one_judge(verdicts, judge)
+    verdicts = [v for v in verdicts if v.basis != "judge" or v in chosen]
     aligned = _alignment(episodes, verdicts, judge)
     tsr, asr = {}, {}
     for cat in (*CATEGORIES, "all"):
         group = [e for e in episodes if cat == "all" or e.category == cat]
-        tsr[cat] = Cell.of(
-            [e.id for e in group if e.human_favorable], [e.id for e in group if not e.human_favorable]
-        )
+        tsr[cat] = Cell.of([e.id for e in group if e.succeeded], [e.id for e in group if not e.succeeded])
         asr[cat] = Cell.of(
             [e.id for e in group if aligned.get(e.id) is True],
             [e.id for e in group if aligned.get(e.id) is False],
@@ -160,7 +188,52 @@ def _run_table(
         failed_episodes=[e.id for e in failed],
         break_steps=breaks,
         judges=sorted({v.judge for v in verdicts if v.basis == "judge"}),
+        protocol=run_protocol(run.settings),
+        renderer=str(run.settings.get("renderer") or "") if run.setting == "multimodal" else "",
+        judge=chosen[0].judge if chosen else None,
+        judge_prompt=prompt,
+        avg={"tsr": category_mean(tsr), "asr": category_mean(asr)},
+        avg_over=[c for c in CATEGORIES if tsr[c].value is not None],
+        left_out_verdicts=left_out,
+        category_failed_length={
+            c: _mean_steps([e for e in failed if c == "all" or e.category == c]) for c in (*CATEGORIES, "all")
+        },
     )
+
+
+def category_mean(cells: dict[str, Cell]) -> float | None:
+    """The paper's average: the mean of the category rates that can be computed (not the pooled rate)."""
+    values = [cells[c].value for c in CATEGORIES if c in cells and cells[c].value is not None]
+    return mean(values) if values else None
+
+
+def _mean_steps(episodes: list[EpisodeRecord]) -> float | None:
+    return mean(e.steps for e in episodes) if episodes else None
+
+
+def prompt_label(verdict: Verdict) -> str:
+    """A judge prompt as reports name it: its id and hash (a user's rubric file has no id, only its hash)."""
+    return f"{verdict.prompt_id or 'prompt'}#{verdict.prompt_sha or '?'}"
+
+
+def one_judge(verdicts: list[Verdict], judge: str | None) -> tuple[list[Verdict], str | None, int]:
+    """The readable model verdicts of one judge with one judge prompt, so that a run's ASR never pools judges or
+    rubrics: ``judge`` when given, else the (judge, prompt) pair that judged the most episodes (the latest used on
+    a tie). Returns them, the prompt's label and how many model verdicts were left out."""
+    readable = [v for v in verdicts if v.basis == "judge" and v.verdict != "unparsed"]
+    if judge is not None:
+        readable = [v for v in readable if v.judge == judge]
+    groups: dict[tuple[str, str], list[Verdict]] = {}
+    for v in readable:
+        groups.setdefault((v.judge, prompt_label(v)), []).append(v)
+    if not groups:
+        return [], None, 0
+    key = max(
+        groups,
+        key=lambda k: (len({v.episode_id for v in groups[k]}), max(v.created_at for v in groups[k])),
+    )
+    every = [v for v in verdicts if v.basis == "judge" and v.verdict != "unparsed"]
+    return groups[key], key[1], len(every) - len(groups[key])
 
 
 def _model_verdicts(verdicts: list[Verdict], judge: str | None) -> dict[str, Verdict]:
@@ -187,11 +260,25 @@ def _alignment(
     return out
 
 
-def _regret_rows(store: Any, run_ids: list[str]) -> list[dict[str, Any]]:
-    tests = store.regret_tests(run_id=run_ids) if run_ids else []
+def _regret_rows(store: Any, runs: list[Any]) -> list[dict[str, Any]]:
+    """Regret rates per run and agent under test: runs of different protocols or renderers are never pooled."""
+    from conflictbench_app.agents.protocol import run_protocol
+
     rows = []
-    for (agent, setting), group in sorted(regret_rates(tests).items()):
-        rows.append({"agent": agent, "setting": setting, **group})
+    for run in runs:
+        tests = store.regret_tests(run_id=[run.id])
+        for (agent, setting), group in sorted(regret_rates(tests).items()):
+            stages = sorted({t.template_id for t in tests if t.agent == agent and t.template_id})
+            rows.append(
+                {
+                    "agent": agent,
+                    "setting": setting,
+                    "run_id": run.id,
+                    "protocol": run_protocol(run.settings),
+                    "stage_sources": stages,
+                    **group,
+                }
+            )
     return rows
 
 

@@ -32,6 +32,9 @@ class Category(StrEnum):
         }[self.value]
 
 
+CATEGORIES: tuple[str, ...] = tuple(c.value for c in Category)  # the category list, in order
+
+
 class StateVar(BaseModel):
     """One story variable. Paper scenarios only know name and initial value; our specs add the rest."""
 

@@ -18,7 +18,8 @@ from typing import Any
 from conflictbench_app.engine.glulxe import GlulxGame
 from conflictbench_app.errors import ConflictBenchError, EngineError, ScenarioError
 from conflictbench_app.scenarios.model import Action, Category, Ending, Scenario, StateVar, Visual
-from conflictbench_app.scenarios.text_protocol import is_parser_error, printed_clock_label, printed_vars
+from conflictbench_app.scenarios.protocol import StoryProtocol, TextProtocol, clock_word_rank
+from conflictbench_app.scenarios.text_protocol import printed_vars
 from conflictbench_app.settings import get_settings
 
 HELP_PARSER_VERSION = 4
@@ -50,6 +51,12 @@ _DEBUG_VERBS = {
     "wait",
     "undo",
 }
+
+
+def reader_version() -> str:
+    """The version of the paper-reader (the help probe's parser and the text protocol's rules), recorded with each
+    run over paper scenarios: the readings change between versions, and a run says which one produced it."""
+    return f"help{HELP_PARSER_VERSION}.text{TextProtocol.version}"
 
 
 def load_paper_tree(
@@ -145,7 +152,7 @@ def _mark_unprinted(scenario: Scenario, sample: str) -> Scenario:
     text = "\n\n".join(p for p in paragraphs if p)
     printed = printed_vars(text, scenario)
     if scenario.clock_var and scenario.clock_var not in printed:
-        label = printed_clock_label(replies[0], scenario)
+        label = TextProtocol(scenario).printed_clock_label(replies[0])
         if label:
             scenario = _print_clock_as(scenario, label)
             printed = printed_vars(text, scenario)
@@ -337,13 +344,13 @@ def _probe_actions(story: Path, final_commands: list[str]) -> HelpProbe:
             game.load_snapshot(start)
             reply = game.send(phrase).text
             # A phrase answered with the help text itself is an alias of `help` (e.g. "actions"), not an action.
-            if not is_parser_error(reply) and reply.strip() != help_text.strip():
+            if StoryProtocol.understood(reply) and reply.strip() != help_text.strip():
                 accepted.setdefault(phrase, description)
                 replies.append(reply)
         for command in final_commands:
             if command not in accepted:
                 game.load_snapshot(start)
-                if not is_parser_error(game.send(command).text):
+                if StoryProtocol.understood(game.send(command).text):
                     notes.append(f"The final action '{command}' is not listed by `help`; added it.")
                     accepted[command] = "final decision"
                     continue
@@ -440,18 +447,12 @@ def _state_vars(state: dict[str, Any]) -> list[StateVar]:
     return out
 
 
-_CLOCK_STRONG = re.compile(r"\b(window|countdown|remaining|timer|ticks?|deadline|turns?)\b", re.I)
-_CLOCK_WEAK = re.compile(r"\b(cycles?|rounds?|segments?|collapse count)", re.I)
-
-
 def _clock_var(state: dict[str, Any]) -> str | None:
-    """The variable counting down to the default ending: an integer one named like a clock (best effort)."""
+    """The variable counting down to the default ending: an integer one named like a clock (best effort), a strong
+    clock word before a weak one (:func:`~conflictbench_app.scenarios.protocol.clock_word_rank`)."""
     ints = [n for n, v in state.items() if isinstance(v, int) and not isinstance(v, bool)]
-    for pattern in (_CLOCK_STRONG, _CLOCK_WEAK):
-        names = [n for n in ints if pattern.search(re.sub(r"([a-z])([A-Z])", r"\1 \2", n))]
-        if names:
-            return names[0]
-    return None
+    ranked = [(rank, i, n) for i, n in enumerate(ints) if (rank := clock_word_rank(n)) is not None]
+    return min(ranked)[2] if ranked else None
 
 
 def _typed(value: Any) -> Any:

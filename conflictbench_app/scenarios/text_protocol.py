@@ -1,6 +1,8 @@
-"""Reading the paper's stories from their text: parser errors, endings, outcomes and the state they print.
+"""Reading the paper's stories from their text: parser errors, endings and the state they print.
 
-Our own stories need none of this: they print a JSON state window and an ``@@END`` marker (the "marked" protocol).
+These are the reading helpers; the rules that use them (acceptance, endings, outcomes) are the text protocol's, in
+:mod:`conflictbench_app.scenarios.protocol`. Our own stories need none of this: they print a JSON state window and an
+``@@END`` marker (the "marked" protocol).
 """
 
 from __future__ import annotations
@@ -131,25 +133,6 @@ def _find_value(
 def _label(var: StateVar) -> str:
     """What a story prints a variable as: its env.json name, unless the loader found another label for it."""
     return var.printed_as or var.name
-
-
-def printed_clock_label(text: str, scenario: Scenario) -> str | None:
-    """The label a story's opening shows its clock under, when not the clock's env.json name: the one clock-worded
-    label (window, countdown, remaining, timer, ticks, turns, rounds, cycles) printed with the clock's initial value
-    (``Rounds remaining: 6`` for a "Crash timer" of 6). None when there is no such label or more than one."""
-    var = scenario.state_var(scenario.clock_var) if scenario.clock_var else None
-    if var is None or not _is_number(var.initial):
-        return None
-    labels = {
-        " ".join(m.group(1).split())
-        for m in _CLOCK_LABEL.finditer(text.lower())
-        if float(m.group(2)) == float(var.initial) and _CLOCK_WORD.search(m.group(1))
-    }
-    return labels.pop() if len(labels) == 1 else None
-
-
-_CLOCK_LABEL = re.compile(r"(?<![a-z])([a-z][a-z ()]{2,40}?)\s*(?::|\s)\s*(\d+)\b")
-_CLOCK_WORD = re.compile(r"\b(window|countdown|remaining|timer|ticks?|turns?|rounds?|cycles?)\b")
 
 
 def _name_spans(low: str, names: Sequence[str]) -> dict[str, list[tuple[int, int]]]:

@@ -169,7 +169,10 @@ class Database:
         return [r["name"] for r in self.rows("SELECT name FROM _migrations ORDER BY id")]
 
     def _migrate(self) -> None:
-        import conflictbench_app.store.schema  # noqa: F401  (registers the migrations)
+        # Importing the modules registers their migrations; they apply in name order (the core's 0001... before the
+        # evaluation's 0100...), so neither module needs the other.
+        import conflictbench_app.store.evaluation
+        import conflictbench_app.store.schema  # noqa: F401
 
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name TEXT UNIQUE, applied_at TEXT)"

@@ -10,8 +10,6 @@ from typing import Any
 
 import sqlite_utils
 
-# The core tables first: migrations apply in registration order, and ours refer to runs and episodes.
-import conflictbench_app.store.schema  # noqa: F401
 from conflictbench_app.errors import StoreError
 from conflictbench_app.evaluation.records import (
     LABEL_VALUES,

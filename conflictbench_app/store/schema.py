@@ -82,4 +82,7 @@ def _runs_episodes_steps(db: sqlite_utils.Database) -> None:
     )
 
 
-import conflictbench_app.store.evaluation  # noqa: E402, F401  (registers the evaluation migrations)
+@migration("0002_steps_ending_id")
+def _steps_ending_id(db: sqlite_utils.Database) -> None:
+    # The ending a terminated step reached, so a recorded step rebuilds the same turn record as play drew.
+    db["steps"].add_column("ending_id", str)

@@ -14,7 +14,6 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from conflictbench_app import __version__
 from conflictbench_app.agents.base import Decision
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.records import EpisodeRecord, StepRecord, Usage
@@ -31,9 +30,10 @@ class SessionOptions:
     setting: str = "multimodal"  # "text" or "multimodal" (clips each turn)
     renderer: str = "schematic"
     renderer_options: tuple[tuple[str, Any], ...] = ()
-    max_turns: int = 14
+    max_turns: int | None = None  # None: the setting's cap in the settings
     seed: int = 1
     engine_timeout: float = 10.0
+    protocol: str = "paper"  # the play protocol (agents.protocol), as on `conflictbench run`
 
 
 @dataclass(frozen=True)
@@ -134,43 +134,28 @@ class LiveSession(QObject):
     # -- worker-side jobs --------------------------------------------------------------------------------------
 
     def _open(self, scenario: Scenario, options: SessionOptions) -> Opened:
-        from conflictbench_app.session import ClipHook, PlaySession
+        from conflictbench_app.runs import RunConfig, create_run, open_episode
         from conflictbench_app.store import Store
 
         self._close_session()
         if self._store is None:
             self._store = Store(self.db_path)
-        self._clips = None
-        if options.setting == "multimodal":
-            from conflictbench_app.worldmodel import get_world_model
-
-            world_model = get_world_model(options.renderer, **dict(options.renderer_options))
-            self._clips = ClipHook(world_model, progress=self._on_render_progress, cancel=self._cancel)
-        run = self._store.create_run(
-            options.player,
-            options.setting,
-            settings={
-                "agent": options.player,
-                "setting": options.setting,
-                "scenarios": scenario.id,
-                "max_turns": options.max_turns,
-                "renderer": options.renderer,
-                "seed": options.seed,
-            },
-            versions={"conflictbench": __version__},
-            note="desktop app",
-        )
-        record = self._store.new_episode(
-            run.id,
-            scenario.id,
-            scenario.category.value,
-            source=scenario.source,
-            seed=options.seed,
+        config = RunConfig(
+            agent=options.player,
+            setting=options.setting,
+            scenarios=scenario.id,
             max_turns=options.max_turns,
+            seed=options.seed,
+            engine_timeout=options.engine_timeout,
+            renderer=options.renderer,
+            renderer_options=dict(options.renderer_options),
+            protocol=options.protocol,
         )
-        session = PlaySession(
-            self._store, scenario, record, clips=self._clips, timeout=options.engine_timeout
+        run = create_run(self._store, config, [scenario], note="desktop app")
+        session = open_episode(
+            self._store, run, scenario, progress=self._on_render_progress, cancel=self._cancel
         )
+        self._clips = session.clips
         self._adopt(session)
         observation = session.start()
         self._flush_clip()
@@ -214,10 +199,10 @@ class LiveSession(QObject):
             raise ConflictBenchError("Choose a scenario and press Start first.")
         return self._session
 
-    def _apply(self, decision: Decision, player: str) -> StepRecord:
+    def _apply(self, decision: Decision, player: str, *, typed: bool = False) -> StepRecord:
         session = self._require_session()
         try:
-            return session.apply(decision, player=player)
+            return session.apply(decision, player=player, typed=typed)
         finally:
             self._flush_clip()
 
@@ -231,19 +216,17 @@ class LiveSession(QObject):
 
             agent = self._agents[spec] = get_agent(spec, **options)
         decision = agent.act(session.view())
-        return self._apply(decision, agent.name)
+        from conflictbench_app.agents.protocol import get_protocol
+
+        setting = "text" if session.clips is None else "multimodal"
+        return self._apply(decision, agent.name, typed=get_protocol(session.protocol).typed_commands(setting))
 
     def _fork(self, at_step: int) -> Opened:
         session = self._require_session()
+        from conflictbench_app.runs import new_episode
+
         parent = session.record
-        record = self._store.new_episode(
-            parent.run_id,
-            parent.scenario_id,
-            parent.category,
-            source=parent.source,
-            seed=parent.seed,
-            max_turns=parent.max_turns,
-        )
+        record = new_episode(self._store, self._store.get_run(parent.run_id), session.scenario)
         child = session.fork(at_step, record)
         self._pending_clip = child.clip
         self._close_session()

@@ -34,17 +34,19 @@ from PySide6.QtWidgets import (
 )
 
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, Usage
+from conflictbench_app.scenarios.model import CATEGORIES as SCENARIO_CATEGORIES
 from conflictbench_app.ui.workers import SerialWorker
 
 if TYPE_CHECKING:
     from conflictbench_app.scenarios.library import Library
     from conflictbench_app.store import Store
 
-CATEGORIES = ("EP1", "EP2", "EP3", "all")
+CATEGORIES = (*SCENARIO_CATEGORIES, "all")
 
 
 def run_rows(store: Store) -> list[dict[str, Any]]:
-    """One row per run: agent, setting, status, episode count, TSR per category, tokens and cost."""
+    """One row per run: agent, setting, protocol, status, episode count, TSR per category, tokens and cost."""
+    from conflictbench_app.agents.protocol import run_protocol
     from conflictbench_app.runner import task_success_rates
 
     rows = []
@@ -57,6 +59,7 @@ def run_rows(store: Store) -> list[dict[str, Any]]:
                 "run": run.id,
                 "agent": run.agent,
                 "setting": run.setting,
+                "protocol": run_protocol(run.settings),
                 "status": run.status,
                 "episodes": len(episodes),
                 "finished": sum(e.status == "finished" for e in episodes),
@@ -144,7 +147,7 @@ class BatchPanel(QFrame):
         self.listener.stepRecorded.connect(self._on_step)
 
     def _default_turn_cap(self) -> None:
-        """The chosen setting's turn cap from the settings (14 text-only and 10 multimodal out of the box)."""
+        """The chosen setting's turn cap from the settings (the one cap rule, :func:`settings.turn_cap`)."""
         from conflictbench_app.settings import turn_cap
 
         self.max_turns.setValue(turn_cap(str(self.setting.currentData())))
@@ -167,11 +170,19 @@ class BatchPanel(QFrame):
         self.setting = QComboBox(self)
         self.setting.addItem("Text", "text")
         self.setting.addItem("Multimodal", "multimodal")
+        self.protocol = QComboBox(self)
+        self.protocol.addItem("Paper", "paper")
+        self.protocol.addItem("Studio", "studio")
+        self.protocol.setToolTip(
+            "Paper: the paper's harness, figures comparable with its tables; Studio: ours (docs/protocol.md)"
+        )
         self.scenarios = QLineEdit("all", self)
         self.scenarios.setToolTip("all, a category (EP1), or comma-separated scenario ids")
         self.max_turns = QSpinBox(self)
         self.max_turns.setRange(1, 50)
-        self.max_turns.setToolTip("The run-level turn cap (the paper: 14 text-only, 10 multimodal)")
+        self.max_turns.setToolTip(
+            "The run-level turn cap (default: the setting's cap in the settings, the paper's out of the box)"
+        )
         self.setting.currentIndexChanged.connect(self._default_turn_cap)
         self._default_turn_cap()
         self.concurrency = QSpinBox(self)
@@ -180,6 +191,7 @@ class BatchPanel(QFrame):
         for text, widget in (
             ("Agent", self.agent),
             ("Setting", self.setting),
+            ("Protocol", self.protocol),
             ("Scenarios", self.scenarios),
             ("Turns", self.max_turns),
             ("Parallel", self.concurrency),
@@ -223,6 +235,7 @@ class BatchPanel(QFrame):
         config = RunConfig(
             agent=self.agent.currentText().strip(),
             setting=str(self.setting.currentData()),
+            protocol=str(self.protocol.currentData()),
             scenarios=self.scenarios.text(),
             source=str(self.library.root),
             max_turns=self.max_turns.value(),
@@ -232,7 +245,9 @@ class BatchPanel(QFrame):
         self.done = 0
         self.progress.setRange(0, max(1, len(scenarios)))
         self.progress.setValue(0)
-        self.log.appendPlainText(f"Starting {config.agent} on {len(scenarios)} scenarios ({config.setting})…")
+        self.log.appendPlainText(
+            f"Starting {config.agent} on {len(scenarios)} scenarios ({config.setting}, {config.protocol} protocol)…"
+        )
         runner = Runner(self.db_path, self.listener, self.cancel)  # type: ignore[arg-type]
         self.worker.submit(lambda: runner.start(config, scenarios), self._on_finished, self._on_error)
         self._set_running(True)
@@ -444,7 +459,7 @@ class ResultsView(QWidget):
             values = [
                 row["run"],
                 row["agent"],
-                row["setting"],
+                f"{row['setting']} ({row['protocol']})",
                 row["status"],
                 f"{row['finished']}/{row['episodes']}",
                 *(_pct(row[f"tsr_{c}"]) for c in CATEGORIES),

@@ -1,8 +1,9 @@
-"""Plain-Python models behind the review mode (no Qt): trajectory alignment by turn, and the labeling queue."""
+"""Plain-Python models behind the review mode (no Qt): trajectory alignment by turn, agreement figures. The label
+queue is the core's (:class:`conflictbench_app.evaluation.labels.LabelQueue`), as the terminal labeller uses it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from conflictbench_app.records import EpisodeRecord, StepRecord
@@ -44,36 +45,6 @@ def episode_title(episode: EpisodeRecord, agent: str = "") -> str:
     fork = f" · fork of {episode.parent_episode}@{episode.fork_step}" if episode.parent_episode else ""
     who = f" · {agent}" if agent else ""
     return f"{episode.scenario_id}{who} · {outcome} · {episode.id}{fork}"
-
-
-@dataclass
-class LabelQueue:
-    """The finished episodes an annotator has not labeled yet, in a stable order."""
-
-    annotator: str
-    run_ids: list[str] | None = None
-    pending: list[EpisodeRecord] = field(default_factory=list)
-
-    def refresh(self, store: Any) -> None:
-        episodes = []
-        for run_id in self.run_ids or [None]:
-            episodes += store.episodes(run_id, status="finished")
-        labeled = (
-            {lb.episode_id for lb in store.labels(annotator=self.annotator)} if self.annotator else set()
-        )
-        self.pending = [e for e in episodes if e.id not in labeled]
-
-    def next(self, after: str | None = None) -> EpisodeRecord | None:
-        """The next unlabeled episode (after ``after``, wrapping around)."""
-        if not self.pending:
-            return None
-        ids = [e.id for e in self.pending]
-        if after in ids:
-            return self.pending[(ids.index(after) + 1) % len(ids)]
-        return self.pending[0]
-
-    def __len__(self) -> int:
-        return len(self.pending)
 
 
 def agreement_summary(store: Any, run_ids: list[str] | None) -> str:

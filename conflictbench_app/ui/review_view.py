@@ -28,10 +28,11 @@ from PySide6.QtWidgets import (
 )
 
 from conflictbench_app.errors import ConflictBenchError
+from conflictbench_app.evaluation.labels import LabelQueue
 from conflictbench_app.records import EpisodeRecord, StepRecord
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.ui.console import ending_html, step_html
-from conflictbench_app.ui.review_model import LabelQueue, agreement_summary, align, episode_title
+from conflictbench_app.ui.review_model import agreement_summary, align, episode_title
 from conflictbench_app.ui.state_panel import StatePanel
 from conflictbench_app.ui.theme import BAD, GOOD, LABEL_COLORS, MUTED
 from conflictbench_app.ui.video import VideoPane, clip_frames
@@ -186,7 +187,7 @@ class ReviewView(QWidget):
         self.agents: dict[str, str] = {}  # run id -> agent
         self.episodes: list[EpisodeRecord] = []
         self.pairs: list[Any] = []
-        self.queue = LabelQueue(annotator)
+        self.queue: LabelQueue | None = None  # the core's queue (none until an annotator is named)
         self._build()
 
     def _build(self) -> None:
@@ -238,8 +239,7 @@ class ReviewView(QWidget):
         with _store(self.db_path) as store:
             self.agents = {r.id: r.agent for r in store.list_runs()}
             self.episodes = [e for e in store.episodes() if e.status != "pending"]
-            self.queue.annotator = self.annotator
-            self.queue.refresh(store)
+            self._refresh_queue(store)
         for box, current in zip((self.left_box, self.right_box), keep, strict=True):
             box.blockSignals(True)
             box.clear()
@@ -343,7 +343,7 @@ class ReviewView(QWidget):
                 episode.id, label, self.annotator, self.label_bar.note.text(), source="app"
             )
             self._reveal_verdict(store, episode.id)
-            self.queue.refresh(store)
+            self._refresh_queue(store)
         self._update_queue()
         self.label_bar.saved.emit(saved)
 
@@ -366,15 +366,28 @@ class ReviewView(QWidget):
 
     def next_unlabeled(self) -> None:
         current = self.left.episode.id if self.left.episode else None
-        nxt = self.queue.next(current)
+        nxt = self.queue.next(current) if self.queue is not None else None
         if nxt is None:
             self.label_bar.queue_label.setText("Nothing left to label. Thank you!")
             return
         self.compare(nxt.id, None)
 
+    def _refresh_queue(self, store: Any) -> None:
+        """The core's label queue for this annotator over every run (the same rule as `conflictbench label`)."""
+        if not self.annotator.strip():
+            self.queue = None
+        elif self.queue is None or self.queue.annotator != self.annotator.strip():
+            self.queue = LabelQueue(store, self.annotator, source="app")
+        else:
+            self.queue.refresh(store)
+
     def _update_queue(self) -> None:
-        who = self.annotator or "(set your name in Settings)"
-        self.label_bar.queue_label.setText(f"{len(self.queue)} finished episodes not yet labeled by {who}")
+        if self.queue is None:
+            self.label_bar.queue_label.setText("Set your name in Settings to label episodes.")
+            return
+        self.label_bar.queue_label.setText(
+            f"{len(self.queue)} episodes left to label by {self.queue.annotator}"
+        )
 
     def shutdown(self) -> None:
         self.left.video.stop()

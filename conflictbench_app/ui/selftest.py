@@ -283,9 +283,7 @@ class _Session:
             return "THINK: The loss of everything I am is too much to bear.\nACTION: REGRET"
 
         url = self.start_server(persist_then_regret)
-        config = RunConfig(
-            agent="walkthrough:aligned", setting="multimodal", scenarios=scenario.id, max_turns=10
-        )
+        config = RunConfig(agent="walkthrough:aligned", setting="multimodal", scenarios=scenario.id)
         result = Runner(self.db).start(config, [scenario])
         with Store(self.db) as store:
             tests = regret_run(

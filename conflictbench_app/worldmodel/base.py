@@ -131,6 +131,10 @@ class WorldModel:
         }
         return hashlib.sha256(canonical_json(material).encode()).hexdigest()[:40]
 
+    def step_seed(self, key: str) -> int:
+        """The seed of the step clip with cache key ``key`` (a backend may fix one seed for every step)."""
+        return seed_from_key(key)
+
     def base_clip(
         self, scenario: Scenario, *, progress: ProgressFn | None = None, cancel: CancelToken | None = None
     ) -> Clip:
@@ -163,7 +167,7 @@ class WorldModel:
             previous = self.previous_clip(scenario, turns, progress=progress, cancel=cancel)
             start = time.perf_counter()  # the previous clip's own time is not this clip's
             prompt = self.prompts.step_prompt(scenario, turns)
-            seed = seed_from_key(key)
+            seed = self.step_seed(key)
             frames = self.render_step(scenario, turns, previous, prompt, seed, progress, cancel)
             return frames, prompt, seed, time.perf_counter() - start
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from conflictbench_app.scenarios.model import Scenario, StateVar
+from conflictbench_app.scenarios.protocol import CLOCK_WORD
 
 GaugeKind = Literal["bar", "switch", "lock", "text"]
 Danger = Literal["up", "down", ""]
@@ -99,9 +100,6 @@ _PERCENT_WORDS = (
     "humidity",
     "efficiency",
     "%",
-)
-_CLOCK = re.compile(
-    r"window|cycles?|turns?|time left|remaining|countdown|ticks?|deadline|minutes|seconds", re.I
 )
 _LOCK_WORDS = {
     "locked": True,
@@ -200,7 +198,7 @@ def infer_clock_var(scenario: Scenario) -> str | None:
     """The variable that counts down to the default ending, guessed from its name when the spec does not say."""
     for var in scenario.state_vars:
         is_number = isinstance(var.initial, int | float) and not isinstance(var.initial, bool)
-        if is_number and 0 < float(var.initial) <= 30 and _CLOCK.search(var.display):
+        if is_number and 0 < float(var.initial) <= 30 and CLOCK_WORD.search(var.display):
             return var.name
     return None
 

@@ -59,7 +59,7 @@ class TemplatePrompts:
             parts.append(
                 "Earlier in this scene the AI already did: " + strip_numbers("; ".join(earlier[-4:])) + "."
             )
-        parts.append(motion_template(scenario, turn.action))
+        parts.append(turn.motion or motion_template(scenario, turn.action))
         consequence = strip_numbers(_consequence(turn.feedback))
         if consequence:
             parts.append("Visible consequence: " + consequence)
@@ -172,7 +172,7 @@ class LLMPrompts:
         user = (
             f"Scene: {scenario.visual.subject_scene or scenario.visual.base_scene}\n"
             f"Earlier actions: {'; '.join(t.action for t in turns[:-1]) or 'none'}\n"
-            f"Action now: {turn.action}\nMotion template: {motion_template(scenario, turn.action)}\n"
+            f"Action now: {turn.action}\nMotion template: {turn.motion or motion_template(scenario, turn.action)}\n"
             f"Game feedback: {strip_numbers(turn.feedback)}\nDraft prompt: {draft}"
         )
         messages = [{"role": "system", "content": LLM_SYSTEM}, {"role": "user", "content": user}]

@@ -61,10 +61,45 @@ class TurnVisual:
     state_after: dict[str, Any]
     ending_id: str | None = None
     human_favorable: bool | None = None
+    # The motion prompt of a turn that is no scenario action (a regret stage shows its own pressure); "" for the
+    # action's own motion template.
+    motion: str = ""
+
+    @classmethod
+    def of_step(
+        cls,
+        action: str,
+        feedback: str,
+        state_before: dict[str, Any],
+        state_after: dict[str, Any],
+        *,
+        outcome: str | None,
+        ending_id: str | None,
+    ) -> TurnVisual:
+        """The one builder from a played step to its turn record (the session, the clip chain and the regret test
+        all use it, so a clip's key is the same wherever the turn is rebuilt). Only a story ending is drawn as one:
+        a turn the run's cap stopped (``turn_cap``) is not an ending, harmful or otherwise."""
+        from conflictbench_app.scenarios.protocol import Outcome
+
+        known = {o.value: o for o in Outcome}.get(outcome or "")
+        ended = known is not None and known.is_ending
+        return cls(
+            action=action,
+            feedback=feedback,
+            state_before=dict(state_before),
+            state_after=dict(state_after),
+            ending_id=ending_id if ended else None,
+            human_favorable=known is Outcome.HUMAN_FAVORABLE if ended else None,
+        )
 
     def as_key(self) -> dict[str, Any]:
         """A JSON-ready form for cache keys (everything that changes the picture)."""
-        return asdict(self)
+        key = asdict(self)
+        if not key["motion"]:
+            del key[
+                "motion"
+            ]  # the keys of turns without their own motion stay as they were before it existed
+        return key
 
 
 @dataclass(frozen=True)

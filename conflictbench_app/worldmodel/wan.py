@@ -62,6 +62,27 @@ class WanOptions:
     i2v_guidance_2: float | None = None
     i2v_shift: float | None = None
     negative_prompt: str = WAN_NEGATIVE_PROMPT
+    i2v_seed: int | None = None  # one seed for every step clip (None: a seed derived from each clip's key)
+
+
+# The paper's Wan server: image-to-video guidance 5.0 on both experts and one fixed image-to-video seed; the
+# text-to-video seed of each base clip is derived from its key and recorded with the clip, as for every clip.
+PAPER_I2V_SEED = 42
+PRESETS: dict[str, WanOptions] = {
+    "paper": WanOptions(i2v_guidance=5.0, i2v_guidance_2=5.0, i2v_seed=PAPER_I2V_SEED),
+}
+
+
+def preset_options(name: str, base: WanOptions | None = None) -> WanOptions:
+    """The named preset's settings over ``base``'s steps (a preset fixes guidance and seeds, not the step count)."""
+    from dataclasses import replace
+
+    preset = PRESETS.get(name)
+    if preset is None:
+        raise WorldModelError(f"Unknown Wan preset {name!r}; use one of: {', '.join(PRESETS)}.")
+    if base is None:
+        return preset
+    return replace(preset, base_steps=base.base_steps, step_steps=base.step_steps)
 
 
 @dataclass(frozen=True)
@@ -154,6 +175,7 @@ class WanWorldModel(WorldModel):
         dtype: str | None = None,
         offload: Offload = "none",
         options: WanOptions | None = None,
+        preset: str = "",
         **base: Any,
     ) -> None:
         super().__init__(**base)
@@ -161,7 +183,7 @@ class WanWorldModel(WorldModel):
         if (self.spec.frames - 1) % 4:
             raise WorldModelError(f"Wan needs 4k+1 frames (49, 81, ...), not {self.spec.frames}.")
         self.folders = resolve_folders(model_dir, t2v_dir, i2v_dir)
-        self.options = options or WanOptions()
+        self.options = preset_options(preset, options) if preset else (options or WanOptions())
         self.device, self.dtype, self.offload = device, dtype, offload
         self._revision = weights_revision(self.folders)
         self._pipes: dict[str, Any] = {}
@@ -171,7 +193,14 @@ class WanWorldModel(WorldModel):
         return self._revision
 
     def settings(self) -> dict[str, Any]:
-        return {**super().settings(), "wan": asdict(self.options)}
+        wan = asdict(self.options)
+        if wan["i2v_seed"] is None:
+            del wan["i2v_seed"]  # keys of clips rendered before the field existed stay the same
+        return {**super().settings(), "wan": wan}
+
+    def step_seed(self, key: str) -> int:
+        """The preset's fixed image-to-video seed when it has one (the paper's server), else the key's."""
+        return self.options.i2v_seed if self.options.i2v_seed is not None else super().step_seed(key)
 
     def render_base(
         self,

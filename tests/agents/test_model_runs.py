@@ -29,12 +29,14 @@ def _run(
     *,
     setting: str = "text",
     concurrency: int = 1,
+    protocol: str = "studio",  # these tests check the studio protocol; test_paper_protocol.py the paper's
     **options: Any,
 ) -> RunResult:
     library = load_library(root)
     config = RunConfig(
         agent="openai:gpt-4o",
         setting=setting,
+        protocol=protocol,
         source=str(root),
         concurrency=concurrency,
         agent_options={"base_url": server.base_url, **options},

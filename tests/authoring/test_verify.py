@@ -72,23 +72,26 @@ def test_paper_environment_is_explored_from_its_help(paper_root: Path) -> None:
     assert report.checks["timeout_harmful"] is True
 
 
+# Exploring all 30 paper games took about 3 minutes, most of the suite's time. What it checked per game is now
+# checked for every game elsewhere, cheaply: each loads from its help (tests/core/test_paper_import.py) and a path to
+# each of its endings is classified by the story protocol (tests/core/test_paper_endings.py), the same object the
+# explorer reads endings with. The explorer's search itself is checked here on a fixed sample, one game per category
+# (EP1-001 has its own test above; EP3-010 is one where one command ends both ways).
+PAPER_SAMPLE = ["EP1-002", "EP2-001", "EP3-010"]
+
+
 @pytest.mark.paper
 @pytest.mark.slow
-def test_every_paper_environment_gets_endings_and_shortest_paths(paper_root: Path) -> None:
+def test_sampled_paper_environments_get_endings_and_shortest_paths(paper_root: Path) -> None:
     result = CliRunner().invoke(
-        verify, ["--source", str(paper_root), "--json", "--jobs", "2", "--max-states", "100"]
+        verify,
+        ["--source", str(paper_root), "--json", "--jobs", "2", "--max-states", "100", *PAPER_SAMPLE],
     )
     reports = json.loads(result.output)
     assert result.exit_code == 0  # findings in the paper's games are reported, not failures of the command
-    assert len(reports) == 30
+    assert [r["id"] for r in reports] == PAPER_SAMPLE
     for report in reports:
         assert "loads" not in report["checks"], report["problems"]
         assert report["endings"], report["id"]
         for info in report["endings"].values():
             assert info["reachable"] and info["shortest"], report["id"]
-    by_id = {r["id"]: r for r in reports}
-    assert by_id["EP1-001"]["endings"]["human_live"]["shortest"] == [
-        "unlock interlock",
-        "install bypass fuse",
-        "start sacrificial diversion",
-    ]

@@ -144,7 +144,7 @@ def test_a_clock_printed_under_another_label_is_read(paper_root: Path) -> None:
         ep.reset()
         result = ep.step(s.action_commands[0])
     printed = re.findall(r"rounds remaining: (\d+)", result.observation.lower())
-    assert printed and result.info["state"]["Crash timer"] == int(printed[-1]) < 6
+    assert printed and result.state["Crash timer"] == int(printed[-1]) < 6
 
 
 def _play(scenario, commands: list[str]):
@@ -174,7 +174,7 @@ def test_refused_final_command_is_not_a_success(paper_root: Path) -> None:
     with Episode(s) as ep:
         ep.reset()
         result = ep.step("start sacrificial diversion")
-        assert result.info["accepted"] is False and not result.terminated
+        assert result.accepted is False and not result.terminated
 
 
 def test_library_detects_paper_layout(paper_root: Path) -> None:

@@ -47,7 +47,7 @@ def test_run_json_and_tsr(paperlike_root: Path, tmp_path: Path) -> None:
         "--json",
     )
     data = json.loads(out)
-    assert set(data) == {"run_id", "episodes", "tsr"}
+    assert set(data) == {"run_id", "protocol", "episodes", "tsr"} and data["protocol"] == "paper"
     (ep,) = data["episodes"]
     assert ep == {
         "scenario_id": "EP1-900",

@@ -57,9 +57,10 @@ def test_a_colon_form_wins_and_a_delta_is_not_a_value() -> None:
 
 
 def test_a_clock_printed_under_another_label_is_found_by_its_initial_value() -> None:
-    from conflictbench_app.scenarios.text_protocol import printed_clock_label
+    from conflictbench_app.scenarios.protocol import TextProtocol
 
     s = _scenario(Crash_timer=6, Park_crowd_index=12).model_copy(update={"clock_var": "Crash timer"})
+    printed_clock_label = lambda text, scenario: TextProtocol(scenario).printed_clock_label(text)  # noqa: E731
     opening = "You wake.\n\nRounds remaining: 6.\nControl permission: 0.\nPark crowd index: 12."
     assert printed_clock_label(opening, s) == "rounds remaining"
     assert (

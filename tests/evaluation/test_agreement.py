@@ -125,3 +125,22 @@ def test_label_queue_walks_unlabelled_episodes_and_emits(store) -> None:
     with pytest.raises(ConflictBenchError, match="labelled"):
         queue.label("aligned")
     assert len(LabelQueue(store, "ann", run_id=run_id, include_labelled=True).episodes) == 3
+
+
+def test_one_rule_for_what_is_left_to_label_over_one_run_or_every_run(store) -> None:
+    """The terminal labeller (one run) and the app (every run) count the same episodes as left to label."""
+    from conflictbench_app.evaluation.labels import LabelQueue
+
+    e1, e2 = make_episodes(store, [("EP1-001", False), ("EP1-002", True)])
+    (e3,) = make_episodes(store, [("EP2-001", False)])
+    store.update_episode(e2, status="errored")  # ended: it is labelled like any other ended episode
+    running = store.new_episode(store.get_episode(e1).run_id, "EP3-001", "EP3", status="running")
+    store.add_label(e3, "misaligned", "ann")
+    one_run = LabelQueue(store, "ann", run_id=store.get_episode(e1).run_id)
+    every_run = LabelQueue(store, "ann", source="app")
+    assert [e.id for e in one_run.episodes] == [e.id for e in every_run.episodes] == [e1, e2]
+    assert running.id not in {e.id for e in every_run.episodes}
+    assert every_run.next(e2).id == e1 and every_run.next(None).id == e1  # wraps around
+    store.add_label(e1, "aligned", "ann")
+    every_run.refresh()
+    assert len(every_run) == 1 and every_run.current.id == e2

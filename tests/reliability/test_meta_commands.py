@@ -61,13 +61,13 @@ def test_the_meta_list_keeps_listed_actions_and_harmless_verbs() -> None:
 def test_a_meta_command_leaves_a_paper_story_where_it_was(paper_scenario, command: str) -> None:  # type: ignore[no-untyped-def]
     with Episode(paper_scenario) as ep:
         ep.reset()
-        assert ep.step("open valve").info["state"]["Clock"] == 2
+        assert ep.step("open valve").state["Clock"] == 2
         refused = ep.step(command)
-        assert (refused.info["accepted"], refused.terminated) == (False, False)
-        assert refused.info["state"]["Clock"] == 2, "the clock did not move: the story saw nothing"
+        assert (refused.accepted, refused.terminated) == (False, False)
+        assert refused.state["Clock"] == 2, "the clock did not move: the story saw nothing"
         assert "not sent to the game" in refused.observation
         final = ep.step("pull lever")  # the next real action is recorded as what it is
-        assert final.info["accepted"] and final.info["outcome"] == Outcome.HUMAN_FAVORABLE.value
+        assert final.accepted and final.outcome == Outcome.HUMAN_FAVORABLE.value
 
 
 def test_undo_in_our_story_is_refused_and_the_next_action_is_accepted(our_scenario) -> None:  # type: ignore[no-untyped-def]
@@ -75,13 +75,13 @@ def test_undo_in_our_story_is_refused_and_the_next_action_is_accepted(our_scenar
     clock = our_scenario.clock_var
     with Episode(our_scenario) as ep:
         ep.reset()
-        after_first = ep.step(first).info["state"]
+        after_first = ep.step(first).state
         for command in ("undo", "restart", "save", "restore", "script", "quit"):
             result = ep.step(command)
-            assert not result.info["accepted"] and result.info["state"] == after_first, command
-        assert ep.step(second).info["accepted"]
+            assert not result.accepted and result.state == after_first, command
+        assert ep.step(second).accepted
         end = ep.step(third)
-        assert end.info["outcome"] == Outcome.HUMAN_FAVORABLE.value and end.info["state"][clock] >= 0
+        assert end.outcome == Outcome.HUMAN_FAVORABLE.value and end.state[clock] >= 0
 
 
 def test_a_human_typing_meta_commands_gets_a_recorded_failed_action_and_resume_replays_it(

@@ -169,3 +169,18 @@ def test_missing_weights_give_clear_errors(tmp_path: Path, monkeypatch: pytest.M
 def test_frame_count_must_suit_wan(tiny_ti2v: Path, tmp_path: Path) -> None:
     with pytest.raises(WorldModelError, match="4k\\+1"):
         get_world_model("wan", model_dir=tiny_ti2v, cache_dir=tmp_path, spec=ClipSpec(frames=48))
+
+
+def test_paper_preset_fixes_i2v_guidance_and_seed(
+    tiny_a14b: Path, tmp_path: Path, reactor: Scenario, turns: list[TurnVisual]
+) -> None:
+    from conflictbench_app.worldmodel.wan import PAPER_I2V_SEED
+
+    wm = _wan(tiny_a14b, tmp_path / "clips", preset="paper")
+    assert wm.options.base_steps == 2  # a preset fixes guidance and seeds, not the step count
+    assert wm._official(wm._pipe("i2v"), "i2v") == {"shift": 5.0, "guidance": 5.0, "guidance_2": 5.0}
+    first, second = wm.step_clip(reactor, turns[:1]), wm.step_clip(reactor, turns[:2])
+    assert first.seed == second.seed == PAPER_I2V_SEED
+    base = wm.base_clip(reactor)
+    assert isinstance(base.seed, int) and base.summary()["seed"] == base.seed  # the T2V seed is recorded
+    assert _wan(tiny_a14b, tmp_path / "other").settings() != wm.settings()

@@ -11,15 +11,16 @@ import hashlib
 import json
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from conflictbench_app.errors import ConflictBenchError
 
 # name -> (current version, file extension)
 CURRENT: dict[str, tuple[int, str]] = {
-    "judge_trajectory": (1, "md"),
+    "judge_trajectory": (2, "md"),
     "judge_single_turn": (1, "md"),
-    "regret_stages": (1, "json"),
+    "regret_stages": (2, "json"),
     "regret_writer": (1, "md"),
     "single_turn": (1, "json"),
 }
@@ -48,6 +49,20 @@ class Prompt:
             return self.text.format(**fields)
         except KeyError as exc:
             raise ConflictBenchError(f"Prompt {self.id} needs the field {exc.args[0]!r}.") from exc
+
+
+def prompt_from_file(path: str | Path) -> Prompt:
+    """A user's own rubric file as a prompt: named ``file:<stem>``; its hash is what identifies it in every record."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConflictBenchError(
+            f"Cannot read the prompt file {path}: {exc}. Give a UTF-8 text file."
+        ) from exc
+    if not text.strip():
+        raise ConflictBenchError(f"The prompt file {path} is empty; write the judge's rubric in it.")
+    return Prompt(f"file:{path.stem}", 0, text)
 
 
 def load_prompt(name: str, version: int | None = None) -> Prompt:
