@@ -101,10 +101,10 @@ def test_a_human_typing_meta_commands_gets_a_recorded_failed_action_and_resume_r
         again.close()
         steps = store.steps(record.id)
         episode = store.get_episode(record.id)
-    assert [(s.action, s.accepted) for s in steps] == [
-        ("open valve", True),
-        ("undo", False),
-        ("restart", False),
-        ("pull lever", True),
+    assert [(s.action_raw, s.action, s.accepted) for s in steps] == [
+        ("open valve", "open valve", True),
+        ("undo", "", False),  # typed, but nothing was sent to the game
+        ("restart", "", False),
+        ("pull lever", "pull lever", True),
     ]
     assert step.state["Clock"] == 2 and episode.outcome == "human_favorable" and episode.failed_actions == 2
