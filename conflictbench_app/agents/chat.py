@@ -374,6 +374,10 @@ def get_chat_client(
             "Do not pass an API key as an option; set the profile's environment variable instead."
         )
     name, model = split_spec(spec)
+    if name == "local" and base_url is None:  # the embedded model, in this process (no HTTP, no key)
+        from conflictbench_app.agents.local_agent import LocalChatClient
+
+        return LocalChatClient(model)  # type: ignore[return-value]  # the same complete()/close() interface
     profile = get_profile(name, base_url)
     retry = RetryPolicy(
         max_retries=max_retries,

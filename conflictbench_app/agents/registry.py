@@ -90,11 +90,18 @@ MODEL_AGENTS = "conflictbench_app.agents.openai_agent"
 for _prefix in ("openai", "gemini", "google", "dashscope", "qwen", "deepseek", "vllm", "ollama", "compat"):
     register_lazy(_prefix, MODEL_AGENTS)
 
+# The embedded demo model (``local:smollm2-135m``): torch and transformers load only when it is chosen.
+register_lazy("local", "conflictbench_app.agents.local_agent")
+
 SCRIPTED_AGENTS = ("random:1", "walkthrough:aligned", "walkthrough:misaligned")
+LOCAL_AGENTS = ("local:smollm2-135m",)
 
 
 def offered_agents() -> list[str]:
-    """Agents to offer in pickers: the scripted ones, then every ``PROFILE:MODEL`` the provider profiles list."""
+    """Agents to offer in pickers: the embedded model when installed, the scripted ones, then every
+    ``PROFILE:MODEL`` the provider profiles list."""
+    from conflictbench_app.agents.local_model import available
     from conflictbench_app.agents.providers import model_agents
 
-    return [*SCRIPTED_AGENTS, *model_agents()]
+    local = [a for a in LOCAL_AGENTS if available(a.partition(":")[2])]
+    return [*local, *SCRIPTED_AGENTS, *model_agents()]

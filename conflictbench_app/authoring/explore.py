@@ -16,6 +16,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from conflictbench_app.authoring import stategraph
+from conflictbench_app.authoring.stategraph import REFUSED, Outcome, StateGraph
 from conflictbench_app.engine.glulxe import GlulxGame, Output
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.scenarios.protocol import Position, StoryProtocol, get_protocol
@@ -47,6 +49,13 @@ class Exploration:
     seconds: float = 0.0
     start_state: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    # The explored graph: every expanded state and what each listed action did there (stategraph.py).
+    graph: StateGraph | None = None
+    turn_cap: int = 0  # the text-only turn cap the chance figure is computed for
+    chance_tsr: float | None = None  # exact, or None when a limit left it undetermined (see chance_bounds)
+    chance_bounds: tuple[float, float] = (0.0, 1.0)
+    shape: dict[str, Any] = field(default_factory=dict)
+    busy: list[str] = field(default_factory=list)  # the listed actions counted in shape["busy_actions"]
 
 
 @dataclass
@@ -65,9 +74,10 @@ def explore(
     max_depth: int | None = None,
     timeout: float = 10.0,
     rollouts: int = DEFAULT_ROLLOUTS,
+    turn_cap: int | None = None,
 ) -> Exploration:
     """Explore ``scenario``'s story. ``commands`` defaults to every action command (and, for ours, the synonyms are
-    checked to parse too)."""
+    checked to parse too); ``turn_cap`` (default: the text-only setting) is the horizon of ``chance_tsr``."""
     commands = commands or scenario.action_commands
     protocol = get_protocol(scenario)
     exact = protocol.exact_state  # exactly read states can be exhausted: no depth cap
@@ -81,13 +91,34 @@ def explore(
         result.start_state = first.get("state") if first else None
         root = _Node(game.snapshot(), [], protocol.start(opening), 0)
         result.unparsed = _unparsed(game, root, _all_words(scenario, commands))
+        result.graph = StateGraph(_key(protocol, root), list(commands), inspect=_inspect_commands(scenario))
         cut = _bfs(game, protocol, commands, root, result, max_states, depth_cap)
         if cut and rollouts:
             _rollouts(game, protocol, commands, cut, result, rollouts)
     finally:
         game.close()
+    _figures(result, turn_cap)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _inspect_commands(scenario: Scenario) -> frozenset[str]:
+    # ``inspect`` is a spec field that is being added to Action; read it defensively until every model has it.
+    return frozenset(a.command for a in scenario.actions if getattr(a, "inspect", False))
+
+
+def _figures(result: Exploration, turn_cap: int | None) -> None:
+    """chance_tsr and shape from the explored graph (exact arithmetic, no replay)."""
+    from conflictbench_app.settings import turn_cap as setting_cap
+
+    graph = result.graph
+    assert graph is not None
+    result.turn_cap = turn_cap if turn_cap is not None else setting_cap("text")
+    result.chance_bounds = stategraph.chance_bounds(graph, result.turn_cap)
+    low, high = result.chance_bounds
+    result.chance_tsr = low if high - low < stategraph.EXACT else None
+    result.shape = stategraph.shape(graph)
+    result.busy = stategraph.busy_actions(graph)  # their names, for the report's wording
 
 
 def _paper_depth(scenario: Scenario) -> int:
@@ -120,6 +151,8 @@ def _bfs(
     depth_cap: int | None,
 ) -> list[_Node]:
     """Breadth-first search; returns the nodes whose children were dropped by a limit (empty when complete)."""
+    graph = result.graph
+    assert graph is not None
     seen = {_key(protocol, root)}
     queue = deque([root])
     cut: list[_Node] = []
@@ -129,14 +162,17 @@ def _bfs(
             result.truncated = True
             cut.append(node)
             continue
+        here = _key(protocol, node)
         for command in commands:
             game.load_snapshot(node.snapshot)
             out = game.send(command)
             result.transitions += 1
-            child, _ended = _step(protocol, node, command, out, result)
-            if child is None:
+            child = _step(protocol, node, command, out, result)
+            if not isinstance(child, _Node):
+                graph.add(here, command, child)
                 continue
             key = _key(protocol, child)
+            graph.add(here, command, Outcome("state", key))
             if key in seen:
                 continue
             if len(seen) >= max_states:
@@ -172,17 +208,17 @@ def _rollouts(
             command = rng.choice(commands)
             out = game.send(command)
             result.transitions += 1
-            child, ended = _step(protocol, node, command, out, result)
-            if ended:
+            child = _step(protocol, node, command, out, result)
+            if isinstance(child, Outcome) and child.kind == "ending":
                 break
-            node = child or node
+            node = child if isinstance(child, _Node) else node
 
 
 def _step(
     protocol: StoryProtocol, node: _Node, command: str, out: Output, result: Exploration
-) -> tuple[_Node | None, bool]:
-    """Record an ending (returns ``(None, True)``), or return the new node for a command the search must follow
-    (``(None, False)`` for one it need not: the protocol says the story did not move)."""
+) -> _Node | Outcome:
+    """The new node for a command the search must follow; else its outcome: an ending (recorded here) or a refusal
+    (the protocol says the story did not move)."""
     path = [*node.path, command]
     reading = protocol.read(node.position, command, out)
     seen = reading.ending
@@ -191,10 +227,10 @@ def _step(
             result.endings[seen.ending_id] = EndingFound(
                 seen.ending_id, seen.human_favorable, path, seen.by_clock, seen.text
             )
-        return None, True
+        return Outcome("ending", seen.ending_id, seen.human_favorable, seen.by_clock)
     if not reading.moves:
-        return None, False
-    return _Node(b"", path, reading.position, node.depth + 1), False
+        return REFUSED
+    return _Node(b"", path, reading.position, node.depth + 1)
 
 
 def _shorter(result: Exploration, ending_id: str, path: list[str]) -> bool:

@@ -21,6 +21,7 @@ from conflictbench_app.scenarios.model import (
     Category,
     Ending,
     Item,
+    RegretStage,
     Scenario,
     SingleTurn,
     StateVar,
@@ -76,6 +77,8 @@ def to_scenario(spec: ScenarioSpec, folder: Path) -> Scenario:
         identity=spec.identity,
         place=spec.place,
         opening=spec.opening.strip(),
+        seed=spec.seed,
+        structure=spec.structure,
         state_vars=tuple(_state_var(spec, v.name) for v in spec.state),
         items=tuple(
             Item(id=i.id, name=i.name, description=i.description, location=i.location, state_var=i.state)
@@ -83,7 +86,7 @@ def to_scenario(spec: ScenarioSpec, folder: Path) -> Scenario:
         ),
         actions=tuple(_action(spec, a.command) for a in spec.actions),
         endings=tuple(
-            Ending(id=e.id, title=e.title, text=e.text, human_favorable=e.human_favorable)
+            Ending(id=e.id, title=e.title, text=e.text, human_favorable=e.human_favorable, partial=e.partial)
             for e in spec.endings
         ),
         human_favorable_action=_final_action(spec, human=True),
@@ -102,6 +105,7 @@ def to_scenario(spec: ScenarioSpec, folder: Path) -> Scenario:
             aligned_index=spec.single_turn.aligned,
             ideal_response_profile=spec.single_turn.ideal_response_profile.strip(),
         ),
+        regret_stages=[RegretStage(s.text, s.visual) for s in (spec.regret.stages if spec.regret else ())],
         story_file=folder / STORY_FILE,
         source="project",
         source_dir=folder,
@@ -139,6 +143,7 @@ def _action(spec: ScenarioSpec, command: str) -> Action:
         command=a.command,
         description=help_line(a).removeprefix(f"- {a.command}: "),
         synonyms=a.synonyms,
+        inspect=a.inspect,
         ends_story=bool(choices),
         ending=single,
     )
@@ -180,7 +185,8 @@ def env_json(spec: ScenarioSpec, *, source_sha256: str, story_sha256: str) -> di
         "cb_title": spec.title,
         "cb_state_names": {v.label: v.name for v in spec.state},
         "cb_actions": [{"command": a.command, "help": help_line(a)} for a in spec.actions],
-        "cb_endings": [e.model_dump() for e in spec.endings],
+        # `partial` is the spec's own annotation, not the paper's format: left out, so adding it needs no rebuild.
+        "cb_endings": [e.model_dump(exclude={"partial"}) for e in spec.endings],
         "cb_clock": {"variable": spec.clock.variable, "ending": spec.clock.ending},
         "cb_build": {
             "generator_version": GENERATOR_VERSION,

