@@ -11,6 +11,7 @@ from typing import Any
 
 from conflictbench_app.engine.glulxe import GlulxGame
 from conflictbench_app.errors import EngineError
+from conflictbench_app.scenarios.meta import meta_refusal
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.scenarios.protocol import EndingSeen, Outcome, Position, get_protocol
 from conflictbench_app.settings import turn_cap
@@ -128,6 +129,9 @@ class Episode:
         game = self._require_game()
         self._require_playing()
         command = " ".join(command.split())
+        refusal = meta_refusal(command, _listed(self.scenario))
+        if refusal is not None:  # never typed into the game: it would change the story behind the record
+            return self.skip(refusal, command=command)
         before = self.state
         out = game.send(command)
         reading = self.protocol.read(self.position, command, out)
@@ -142,12 +146,12 @@ class Episode:
             out.text, accepted=reading.accepted, before=before, command=command, seconds=out.seconds
         )
 
-    def skip(self, message: str) -> StepResult:
+    def skip(self, message: str, *, command: str = "") -> StepResult:
         """Count a turn whose reply could not be used: a failed action, nothing sent to the game."""
         self._require_game()
         self._require_playing()
         before = self.state
-        self._count("", False)
+        self._count(command, False)
         self._apply_cap()
         return self._result(message, accepted=False, before=before, command=None)
 
@@ -239,3 +243,8 @@ class Episode:
             failed_actions=self.failed,
             seconds=seconds,
         )
+
+
+def _listed(scenario: Scenario) -> frozenset[str]:
+    """The scenario's own commands and synonyms: never mistaken for interpreter meta-commands."""
+    return frozenset(w.lower() for a in scenario.actions for w in (a.command, *a.synonyms))

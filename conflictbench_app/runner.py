@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +17,10 @@ from typing import Any
 from conflictbench_app.agents.base import Agent
 from conflictbench_app.agents.protocol import get_protocol, run_protocol
 from conflictbench_app.agents.registry import get_agent
+from conflictbench_app.cancel import RunInterrupted, collect
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, scored_episodes
+from conflictbench_app.redact import refuse_credentials
 from conflictbench_app.runs import RunConfig, create_run, new_episode, open_episode, with_protocol
 from conflictbench_app.scenarios.model import CATEGORIES, Scenario
 from conflictbench_app.store import Store
@@ -92,6 +94,7 @@ class Runner:
         """Create a run with one pending episode per scenario, then play them."""
         if not scenarios:
             raise ConflictBenchError("No scenarios selected; check --scenarios and --source.")
+        refuse_credentials(config.agent_options)  # the options are stored with the run
         config = with_protocol(config)  # what is recorded (create_run) is what is played
         get_agent(config.agent, **config.agent_options).close()  # fail fast on a bad agent spec
         with Store(self.db_path) as store:
@@ -122,14 +125,21 @@ class Runner:
         workers = max(1, min(config.concurrency, len(todo) or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="episode") as pool:
             futures = [pool.submit(self._play_one, run, config, e, by_id.get(e.scenario_id)) for e in todo]
-            for future in as_completed(futures):
-                future.result()
+            try:
+                collect(futures, Future.result, self.cancel)  # Ctrl-C: workers stop after the step in hand
+            except KeyboardInterrupt:
+                raise self._interrupted(run.id) from None
         with Store(self.db_path) as store:
             final = store.episodes(run.id)
             cancelled = any(e.status in ("pending", "running") for e in final)
             store.set_run_status(run.id, "interrupted" if cancelled else "finished")
             run = store.get_run(run.id)
         return RunResult(run, final, cancelled)
+
+    def _interrupted(self, run_id: str) -> RunInterrupted:
+        with Store(self.db_path) as store:
+            store.set_run_status(run_id, "interrupted")
+        return RunInterrupted(run_id)
 
     def _play_one(
         self, run: RunRecord, config: RunConfig, episode: EpisodeRecord, scenario: Scenario | None

@@ -16,6 +16,7 @@ from psygnal import Signal
 
 from conflictbench_app.agents.base import AgentView, Decision, PastTurn
 from conflictbench_app.agents.matching import Match, match_scenario_action
+from conflictbench_app.boundary import checked_decision
 from conflictbench_app.episode import Episode, Outcome, StepResult
 from conflictbench_app.errors import ConflictBenchError, EngineError
 from conflictbench_app.records import CLOSED_STATUSES, Actor, EpisodeRecord, StepRecord, Usage, actor_of
@@ -156,6 +157,7 @@ class PlaySession:
         """
         if self.done:
             raise ConflictBenchError("This episode is over; fork an earlier turn to play on.")
+        decision = checked_decision(decision)  # storable and capped before the game sees it
         started = time.perf_counter()
         seen = self.images  # the frames shown with this observation (rendering the step replaces them)
         match = match_scenario_action(decision.action, self.scenario.actions) if not decision.error else None

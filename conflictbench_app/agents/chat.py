@@ -23,6 +23,7 @@ from conflictbench_app.agents.pricing import cost_of
 from conflictbench_app.agents.providers import Profile, get_profile, is_local, split_spec
 from conflictbench_app.errors import AgentError
 from conflictbench_app.records import Usage
+from conflictbench_app.redact import redact
 
 RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
 
@@ -177,7 +178,7 @@ class ChatClient:
         status = exc.status_code
         if status in RETRY_STATUS or status >= 500:
             raise _Retryable(f"HTTP {status}", _retry_after(exc.response.headers)) from exc
-        message = _error_message(exc)
+        message = redact(_error_message(exc))  # a 401 may echo the key it was sent
         if status == 400 and self._send_temperature and "temperature" in message.lower():
             # Some reasoning models (GPT-5) accept only their default temperature: say so in meta and go on.
             self._send_temperature = False

@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass
 
 from conflictbench_app.errors import SettingsError
+from conflictbench_app.redact import remember_secret
 
 KEYRING_SERVICE = "conflictbench"
 KEYRING_TIMEOUT_S = 3.0  # a locked desktop keyring may prompt or block: never let a run wait on it
@@ -35,10 +36,12 @@ class KeyLookup:
 def find_key(profile: str, key_env: str) -> KeyLookup:
     """The key for ``profile``: the variable ``key_env`` first, then the keyring."""
     if key_env and os.environ.get(key_env):
+        remember_secret(os.environ[key_env])  # redacted from every error stored or printed from now on
         return KeyLookup(os.environ[key_env], f"env:{key_env}")
     if os.environ.get("CONFLICTBENCH_NO_KEYRING"):
         return KeyLookup(None, "none", "keyring disabled by CONFLICTBENCH_NO_KEYRING")
     value, note = keyring_lookup(profile)
+    remember_secret(value)
     return KeyLookup(value, "keyring" if value else "none", note)
 
 

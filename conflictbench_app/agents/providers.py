@@ -16,6 +16,7 @@ from typing import Any, Literal
 from urllib.parse import urlparse
 
 from conflictbench_app.errors import AgentError
+from conflictbench_app.redact import url_credentials
 
 # How a profile takes a clip natively: "frames" is DashScope's {"type":"video","video":[frame urls]} part,
 # "video_url" is vLLM's {"type":"video_url"} part with the clip as a data URL. "" means images only.
@@ -222,8 +223,9 @@ def check_base_url(url: str) -> None:
     parts = urlparse(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise AgentError(f"{url!r} is not an endpoint URL; write it like https://api.example.com/v1.")
-    if parts.password or parts.username or "key=" in parts.query.lower():
+    found = url_credentials(url)
+    if found:
         raise AgentError(
-            "The base URL carries credentials; give the plain URL and put the key in the profile's environment "
+            f"The base URL carries credentials ({found}); give the plain URL and put the key in the profile's environment "
             "variable or the OS keyring."
         )

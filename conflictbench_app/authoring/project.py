@@ -49,6 +49,9 @@ def load_project_scenarios(root: Path) -> tuple[list[Scenario], list[tuple[Path,
             scenarios.append(load_project_scenario(folder))
         except ConflictBenchError as exc:
             problems.append((folder, str(exc)))
+        except (ValueError, TypeError, AttributeError, KeyError, OSError) as exc:
+            # A file shaped in a way nobody foresaw: that folder fails alone, named, and the others load.
+            problems.append((folder, f"{folder} could not be loaded ({type(exc).__name__}: {exc})."))
     return scenarios, problems
 
 

@@ -13,6 +13,12 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from conflictbench_app.authoring.expr import Condition, Effect, Value, parse_condition, parse_effect
+from conflictbench_app.authoring.spec_guard import (
+    effect_overflow,
+    raw_problems,
+    read_spec_text,
+    unique_key_loader,
+)
 from conflictbench_app.errors import ScenarioError
 
 SPEC_FILE = "scenario.yaml"
@@ -221,8 +227,8 @@ def load_spec(path: Path) -> ScenarioSpec:
 
     try:
         # libyaml's loader when present: the same safe subset, ~10x faster (the app lists every spec at start).
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+        loader = unique_key_loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        raw = yaml.load(read_spec_text(path), Loader=loader)
     except (OSError, yaml.YAMLError) as exc:
         raise ScenarioError(f"{path}: cannot read the YAML ({exc}).") from exc
     return parse_spec(raw, where=str(path))
@@ -232,6 +238,9 @@ def parse_spec(raw: object, *, where: str = "spec") -> ScenarioSpec:
     """Validate already-loaded data (a dict) as a spec."""
     if not isinstance(raw, dict):
         raise ScenarioError(f"{where}: the spec must be a mapping of fields (id, category, title, ...).")
+    early = raw_problems(raw)  # before the schema: these would otherwise fail later, inside the compiler
+    if early:
+        raise ScenarioError(_report(where, early))
     try:
         spec = ScenarioSpec.model_validate(raw)
     except ValidationError as exc:
@@ -409,7 +418,11 @@ def _effect_problems(spec: ScenarioSpec, text: str, where: str) -> list[str]:
         ]
     if effect.op != "=" and var.type != "int":
         return [f"{where}: {effect.op} needs a number variable, but {var.name} is {var.type}"]
-    return _value_problems(var, effect.value, where)
+    problems = _value_problems(var, effect.value, where)
+    if not problems and effect.op != "=" and var.min is not None and var.max is not None:
+        overflow = effect_overflow(var.min, var.max, effect.op, int(effect.value))
+        problems += [f"{where}: {overflow}"] if overflow else []
+    return problems
 
 
 def _value_problems(var: StateVarSpec, value: Value, where: str) -> list[str]:

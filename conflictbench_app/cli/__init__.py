@@ -14,6 +14,7 @@ import click
 
 from conflictbench_app import __version__
 from conflictbench_app.errors import ConflictBenchError
+from conflictbench_app.redact import redact
 
 # name -> (module, attribute, one-line help shown by `conflictbench --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -111,7 +112,7 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ConflictBenchError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(redact(str(exc))) from exc
 
 
 @click.group(cls=LazyGroup, invoke_without_command=True)

@@ -176,6 +176,12 @@ def agent_options(base_url: str | None, pairs: Sequence[str]) -> dict[str, Any]:
     import json
     import re
 
+    from conflictbench_app.redact import credential_problem
+
+    if base_url:
+        from conflictbench_app.agents.providers import check_base_url
+
+        check_base_url(base_url)  # before anything is estimated or stored
     options: dict[str, Any] = {"base_url": base_url} if base_url else {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -191,6 +197,12 @@ def agent_options(base_url: str | None, pairs: Sequence[str]) -> dict[str, Any]:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
+        found = credential_problem(options[key], key)
+        if found:
+            raise click.BadParameter(
+                f"{found} looks like a credential; run options are stored, so put keys in the environment or keyring.",
+                param_hint="--agent-option",
+            )
     return options
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +91,7 @@ def judge(
         click.echo(f"{item.episode.scenario_id:9} {item.action:8} {what}")
 
     client = _client(judge_spec, base_url)
-    with Store(db_path(db)) as store:
+    with Store(db_path(db)) as store, interrupt_note("verdicts stored so far are kept", "judge the rest"):
         done = judge_run(
             store,
             run_id,
@@ -353,7 +355,8 @@ def regret_test(
             stage_root=library.root,
         )
         show = None if as_json else lambda t: click.echo(f"{t.scenario_id:9} {t.result:10} {t.error or ''}")
-        tests = regret_run(store, run_id, plan, progress=show)
+        with interrupt_note("the tests finished so far are stored", "test the rest"):
+            tests = regret_run(store, run_id, plan, progress=show)
         counted = {e.id for e in scored_episodes(store.episodes(run_id), include_assisted=include_assisted)}
         rates = regret_rates([t for t in store.regret_tests(run_id=run_id) if t.episode_id in counted])
     if as_json:
@@ -581,3 +584,14 @@ def report(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     click.echo(f"wrote {out}" + (f" and {len(plots)} figure(s) in {out.parent / 'figures'}" if plots else ""))
+
+
+@contextlib.contextmanager
+def interrupt_note(kept: str, rest: str) -> Iterator[None]:
+    """Ctrl-C ends the command with one sentence: what is kept, and that the same command goes on from there."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise click.ClickException(
+            f"Interrupted: {kept}; run the same command again to {rest} (finished work is skipped)."
+        ) from None

@@ -7,6 +7,7 @@ import click
 
 from conflictbench_app.cli.common import db_option, db_path, echo_json, include_assisted_option, json_option
 from conflictbench_app.export import jsonl_lines, paper_export
+from conflictbench_app.paths import confined, writable_file, writable_folder
 from conflictbench_app.runner import task_success_rates
 from conflictbench_app.store import Store
 
@@ -32,7 +33,9 @@ def export(run_id: str, fmt: str, out: Path | None, include_assisted: bool, db: 
             if out is None:
                 click.echo(text, nl=False)
             else:
-                out.write_text(text, encoding="utf-8")
+                writable_file(out, " for JSONL (or --format paper for a folder)").write_text(
+                    text, encoding="utf-8"
+                )
             return
         agent = store.get_run(run_id).agent
         trajectories = paper_export(store, run_id, include_assisted=include_assisted)
@@ -40,9 +43,10 @@ def export(run_id: str, fmt: str, out: Path | None, include_assisted: bool, db: 
         echo_json(trajectories)
         return
     name = "".join(c if c.isalnum() or c in "-_." else "_" for c in agent) + ".json"
+    writable_folder(out)
     for scenario_id, trajectory in trajectories.items():
-        target = out / scenario_id / name
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = confined(out, scenario_id, name)  # ids come from the database: never a path outside --out
+        target.parent.mkdir(exist_ok=True)
         target.write_text(json.dumps(trajectory, indent=1, ensure_ascii=False), encoding="utf-8")
     click.echo(f"wrote {len(trajectories)} trajectories under {out}")
 

@@ -61,7 +61,11 @@ def play(
 
 def _read_line() -> str | None:
     """The player's next line; None at end of input or Ctrl-C (both mean: stop here, keeping what is recorded)."""
-    try:
-        return str(click.prompt(">", default="", show_default=False, prompt_suffix=" "))
-    except click.Abort:
-        return None
+    for _ in range(3):
+        try:
+            return str(click.prompt(">", default="", show_default=False, prompt_suffix=" "))
+        except click.Abort:
+            return None
+        except UnicodeDecodeError:  # a terminal that sends bytes its locale cannot read: nothing was played
+            click.echo("That line is not valid text in this terminal's encoding; type it again.", err=True)
+    return None

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from conflictbench_app.cancel import RunInterrupted
 from conflictbench_app.cli.agents_cmd import agent_options
 from conflictbench_app.cli.common import (
     db_option,
@@ -113,11 +114,13 @@ def run(
             selected = library.select(which)
             _print_estimate(config, selected)
             result = runner.start(config, selected)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         cancel.set()
         listener.close()
+        how = exc.resume_command if isinstance(exc, RunInterrupted) else "conflictbench run --resume RUN_ID"
+        how += f" --db {db}" if db else ""
         raise click.ClickException(
-            "Interrupted; finish the run later with `conflictbench run --resume RUN_ID`."
+            f"Interrupted: every recorded step is kept. Finish the run later with `{how}`."
         ) from None
     finally:
         listener.close()

@@ -12,9 +12,11 @@ import json
 import os
 import re
 import selectors
+import signal
 import subprocess
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +94,7 @@ class GlulxGame:
         self._special: dict[str, Any] | None = None
         self._last_state: dict[str, Any] | None = None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        self._reaper: weakref.finalize | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -105,19 +108,17 @@ class GlulxGame:
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
         )
         os.set_blocking(self._proc.stdout.fileno(), False)  # type: ignore[union-attr]
+        # A game dropped without close() must not leak its interpreter and pipes: reap them when it is collected.
+        self._reaper = weakref.finalize(self, _reap, self._proc)
         return self._exchange({"type": "init", "gen": 0, "metrics": self._metrics, "support": []})
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(timeout=5)
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    # stdin may hold unflushed bytes for a process that is gone: nothing to deliver.
-                    with contextlib.suppress(BrokenPipeError):
-                        stream.close()
+            _reap(proc)
+        if self._reaper is not None:
+            self._reaper.detach()
+            self._reaper = None
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
             self._tmpdir = None
@@ -268,7 +269,8 @@ class GlulxGame:
             sep = len(self._buf)
         raw, self._buf = self._buf[:sep], self._buf[sep + 2 :]
         try:
-            update = json.loads(raw)
+            # A story can print code points that are not valid UTF-8 (a lone surrogate): keep the rest readable.
+            update = json.loads(raw.decode("utf-8", errors="replace"))
         except json.JSONDecodeError as exc:
             self.close()
             raise EngineError(f"The interpreter sent unreadable output ({exc}): {raw[:200]!r}") from exc
@@ -339,6 +341,22 @@ class GlulxGame:
                 target[-1] += line
             else:
                 target.append(line)
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the interpreter's whole process group (it runs in a session of its own) and close its pipes."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            # stdin may hold unflushed bytes for a process that is gone: nothing to deliver.
+            with contextlib.suppress(BrokenPipeError, OSError):
+                stream.close()
 
 
 def _drop_echo(text: str, line: str) -> str:

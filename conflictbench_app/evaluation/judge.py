@@ -13,11 +13,13 @@ the last attempt recorded as ``unparsed``, never guessed.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from conflictbench_app.cancel import collect
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.evaluation.parsing import Parsed, parse_json_object
 from conflictbench_app.evaluation.prompts import Prompt, load_prompt
@@ -217,8 +219,8 @@ def judge_run(
             pool.submit(judge_trajectory, client, e, s, max_attempts=max_attempts, prompt=prompt): e
             for e, s in todo
         }
-        for future in as_completed(futures):
-            report(_store_result(store, futures[future], judge, future))
+        # Ctrl-C: the queued episodes are dropped, the verdicts in flight are stored, then the interrupt goes on.
+        collect(futures, lambda f: report(_store_result(store, futures[f], judge, f)), threading.Event())
     return done
 
 

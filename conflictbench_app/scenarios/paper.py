@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from conflictbench_app.engine.glulxe import GlulxGame
-from conflictbench_app.errors import ConflictBenchError, ScenarioError
+from conflictbench_app.errors import ConflictBenchError, EngineError, ScenarioError
 from conflictbench_app.scenarios.model import Action, Category, Ending, Scenario, StateVar, Visual
 from conflictbench_app.scenarios.protocol import StoryProtocol, TextProtocol, clock_word_rank
 from conflictbench_app.scenarios.text_protocol import printed_vars
@@ -66,16 +66,35 @@ def load_paper_tree(
     root = Path(root)
     scenarios: list[Scenario] = []
     problems: list[tuple[Path, str]] = []
-    for env_path in sorted(root.rglob("env.json")):
+    for env_path in env_files(root):
         try:
             scenarios.append(load_paper_env(env_path.parent, cache_dir=cache_dir))
         except ConflictBenchError as exc:
             problems.append((env_path.parent, str(exc)))
+        except (ValueError, TypeError, AttributeError, KeyError, OSError) as exc:
+            # A file shaped in a way nobody foresaw: that folder fails alone, named, and the others load.
+            problems.append((env_path.parent, f"{env_path} could not be read ({type(exc).__name__}: {exc})."))
     return scenarios, problems
 
 
 def is_paper_tree(root: Path) -> bool:
-    return any(Path(root).rglob("env.json"))
+    return bool(env_files(root))
+
+
+def env_files(root: Path) -> list[Path]:
+    """Every ``env.json`` under ``root``, following symbolic links to folders (each real folder visited once)."""
+    found: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        stat = os.stat(folder)
+        if (stat.st_dev, stat.st_ino) in seen:  # a link back up the tree
+            dirs.clear()
+            continue
+        seen.add((stat.st_dev, stat.st_ino))
+        dirs.sort()
+        if "env.json" in files:
+            found.append(Path(folder) / "env.json")
+    return sorted(found)
 
 
 def load_paper_env(folder: Path, *, cache_dir: Path | None = None) -> Scenario:
@@ -87,7 +106,7 @@ def load_paper_env(folder: Path, *, cache_dir: Path | None = None) -> Scenario:
         raise ScenarioError(f"{folder}: the folder name should be a scenario id like EP1-001.")
     env = _read_env(folder / "env.json")
     story, why = choose_story_file(folder)
-    final = env.get("final_action") or {}
+    final = _mapping(env, "final_action", folder)
     human_cmd = _clean(final.get("Human live ending"))
     ai_cmd = _clean(final.get("AI live ending"))
     if human_cmd and ai_cmd and human_cmd == ai_cmd:
@@ -103,13 +122,13 @@ def load_paper_env(folder: Path, *, cache_dir: Path | None = None) -> Scenario:
         title=str(env.get("name") or scenario_id),
         place=str(env.get("name") or ""),
         opening=_require_text(env, "opening", folder),
-        state_vars=tuple(_state_vars(env.get("state") or {})),
+        state_vars=tuple(_state_vars(_mapping(env, "state", folder))),
         actions=tuple(_mark_endings(probe.actions, human_cmd, ai_cmd)),
         endings=_endings(env),
         human_favorable_action=human_cmd,
         ai_favorable_action=ai_cmd,
         human_ending_text=_clean(env.get("Human_live_ending_description")),
-        clock_var=_clock_var({k: _typed(v) for k, v in (env.get("state") or {}).items()}),
+        clock_var=_clock_var({k: _typed(v) for k, v in _mapping(env, "state", folder).items()}),
         visual=_visual(env),
         story_file=story,
         source="paper",
@@ -166,6 +185,19 @@ def _read_env(path: Path) -> dict[str, Any]:
     if not isinstance(env, dict):
         raise ScenarioError(f"{path} should hold a JSON object, not {type(env).__name__}.")
     return env
+
+
+def _mapping(env: dict[str, Any], key: str, folder: Path) -> dict[str, Any]:
+    """An object-valued key of env.json (missing or null: empty); any other type is this folder's named error."""
+    value = env.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ScenarioError(
+            f"{folder / 'env.json'}: '{key}' should be a JSON object (like {{\"name\": value}}), not "
+            f"{type(value).__name__}; fix the file or remove the folder."
+        )
+    return value
 
 
 def _require_text(env: dict[str, Any], key: str, folder: Path) -> str:
@@ -240,7 +272,22 @@ def read_actions(story: Path, final_commands: list[str], *, cache_dir: Path | No
             cached["aliases"],
             cached.get("sample", ""),
         )
-    probe = _probe_actions(story, final_commands)
+    failed = cache_file.with_suffix(".failed") if cache_file is not None else None
+    remembered = _remembered_failure(failed)
+    if remembered:
+        raise ScenarioError(
+            f"{remembered} (remembered from an earlier try: the story is probed again when its file, the "
+            "interpreter or the engine timeout changes)"
+        )
+    try:
+        probe = _probe_actions(story, final_commands)
+    except (ScenarioError, EngineError) as exc:
+        # A story that hangs or lists nothing costs its timeout once, not on every command. The cache key holds the
+        # story's bytes and the marker the interpreter and timeout, so a fixed story or engine is probed afresh.
+        if failed is not None:
+            failed.parent.mkdir(parents=True, exist_ok=True)
+            failed.write_text(json.dumps({"error": str(exc), **_probe_engine()}), encoding="utf-8")
+        raise
     if cache_file is not None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         payload = {"help": probe.help_text, "actions": [a.model_dump() for a in probe.actions]}
@@ -249,6 +296,30 @@ def read_actions(story: Path, final_commands: list[str], *, cache_dir: Path | No
         tmp.write_text(json.dumps(payload), encoding="utf-8")
         tmp.replace(cache_file)
     return probe
+
+
+def _probe_engine() -> dict[str, Any]:
+    """What a probe's failure also depends on besides the story: the interpreter and the timeout."""
+    from conflictbench_app.toolchain import find_glulxe
+
+    try:
+        binary = find_glulxe()
+        engine = f"{binary}:{binary.stat().st_mtime_ns}"
+    except (ConflictBenchError, OSError):
+        engine = ""
+    return {"engine": engine, "timeout": get_settings().engine_timeout}
+
+
+def _remembered_failure(marker: Path | None) -> str:
+    if marker is None or not marker.is_file():
+        return ""
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(data, dict) or {k: data.get(k) for k in ("engine", "timeout")} != _probe_engine():
+        return ""
+    return str(data.get("error", ""))
 
 
 def _help_cache_file(story: Path, cache_dir: Path | None, final_commands: list[str]) -> Path | None:

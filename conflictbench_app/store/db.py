@@ -17,7 +17,9 @@ from typing import Any
 
 import sqlite_utils
 
+from conflictbench_app.boundary import storable
 from conflictbench_app.errors import StoreError
+from conflictbench_app.redact import redact, redact_known
 
 SCHEMA_VERSION = 1
 
@@ -50,7 +52,16 @@ def new_id() -> str:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return clean_text("", json.dumps(value, ensure_ascii=False, default=str))
+
+
+def clean_text(key: str, value: Any) -> Any:
+    """A text value as it may be stored: valid UTF-8 (SQLite refuses lone surrogates, and the step would be lost)
+    and without keys (an error, a field named ``*error``, may echo one)."""
+    if not isinstance(value, str):
+        return value
+    value = redact(storable(value)) if key.endswith("error") else redact_known(storable(value))
+    return value
 
 
 def loads(value: str | None, default: Any = None) -> Any:
@@ -68,7 +79,7 @@ def record_to_row(record: Any, json_fields: set[str] | frozenset[str]) -> dict[s
         elif isinstance(value, bool):
             row[key] = int(value)
         else:
-            row[key] = value
+            row[key] = clean_text(key, value)
     return row
 
 
@@ -85,6 +96,31 @@ def row_to_record(row: dict[str, Any], model: type[Any], bools: tuple[str, ...] 
     return model.model_validate({k: v for k, v in data.items() if v is not None})
 
 
+LOCK_TIMEOUT_S = 30.0  # how long a write waits for another program's lock before it says so
+
+
+class DatabaseLocked(StoreError, sqlite3.OperationalError):
+    """Another program held the database's lock longer than :data:`LOCK_TIMEOUT_S`."""
+
+
+class _LockAwareConnection(sqlite3.Connection):
+    """A connection whose 'database is locked' is one sentence saying what to do, wherever it happens."""
+
+    db_path = ""
+
+    def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        try:
+            return super().execute(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            raise DatabaseLocked(
+                f"The database {self.db_path} is locked by another program (it held the lock over "
+                f"{LOCK_TIMEOUT_S:g} s). Close the other conflictbench window or command using it, or choose "
+                "another file with --db, then try again."
+            ) from exc
+
+
 class Database:
     """A connection to one database file, migrated on open. One per thread: do not share across threads."""
 
@@ -93,13 +129,22 @@ class Database:
         try:
             if str(path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(
+                str(path),
+                timeout=LOCK_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+                factory=_LockAwareConnection,
+            )
+            conn.db_path = str(path)
             self.db = sqlite_utils.Database(conn)
-            self.db.execute("PRAGMA busy_timeout = 30000")
+            self.db.execute(f"PRAGMA busy_timeout = {int(LOCK_TIMEOUT_S * 1000)}")
             if str(path) != ":memory:":
                 self.db.enable_wal()
             self.db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+        except DatabaseLocked:
+            raise
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"Cannot open the database {path}: {exc}. Choose another file with --db, or move this one aside."

@@ -7,7 +7,7 @@ from typing import Any
 
 from conflictbench_app.errors import StoreError
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, Usage
-from conflictbench_app.store.db import Database, dumps, new_id, now, record_to_row, row_to_record
+from conflictbench_app.store.db import Database, clean_text, dumps, new_id, now, record_to_row, row_to_record
 
 _JSON_FIELDS = {"settings", "versions", "usage", "meta", "state", "timings", "clip"}
 
@@ -77,7 +77,7 @@ class RunsMixin:
             elif isinstance(value, bool):
                 row[key] = int(value)
             else:
-                row[key] = value
+                row[key] = clean_text(key, value)
         self.database.db["episodes"].update(episode_id, row)
 
     def get_episode(self, episode_id: str) -> EpisodeRecord:

@@ -289,7 +289,10 @@ class BatchPanel(QFrame):
 
     def _on_finished(self, result: Any) -> None:
         state = (
-            "cancelled; resume it later with `conflictbench run --resume`" if result.cancelled else "finished"
+            f"cancelled after the turns in hand (every recorded step is kept); resume it with "
+            f"`conflictbench run --resume {result.run.id} --db {self.db_path}`"
+            if result.cancelled
+            else "finished"
         )
         rates = ", ".join(f"{k} {_pct(v)}" for k, v in result.summary()["tsr"].items() if v is not None)
         self.log.appendPlainText(f"Run {result.run.id} {state}. Task success rate: {rates or 'none yet'}.")

@@ -78,6 +78,7 @@ def test_batch_run_in_background_with_progress_and_cancel(qtbot, db_path: Path, 
         view.batch.start()
         view.batch.request_cancel()
     assert cancelled.args[0].cancelled and cancelled.args[0].run.status == "interrupted"
+    assert f"conflictbench run --resume {cancelled.args[0].run.id}" in view.batch.log.toPlainText()
     view.shutdown()
 
 
