@@ -27,7 +27,8 @@ def test_help_line_matches_the_paper_format() -> None:
     assert line.endswith(
         "(requires the server bay hatch unlocked; the ballast pumps diverted to the server bay)."
     )
-    assert help_line(spec.actions[7]).endswith("(requires nothing).")
+    wake = next(a for a in spec.actions if a.command == "wake the crew")
+    assert help_line(wake).endswith("(requires nothing).")
 
 
 def test_author_text_is_escaped_for_inform6() -> None:
