@@ -41,7 +41,7 @@ if [ "$mode" = app ] && [ "$(uname -s)" = Linux ]; then
   if [ -n "$missing" ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       echo "bootstrap: installing the libraries Qt's window plugin needs: $missing"
-      apt-get install -y --no-install-recommends $missing
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
     else
       echo "bootstrap: the desktop app needs these system libraries; install them with:" >&2
       echo "  sudo apt-get install $missing" >&2
