@@ -78,9 +78,9 @@ def test_stats_json_verifies_then_reuses_kept_reports(tmp_path: Path) -> None:
     third = json.loads(_invoke("scenarios", "stats", "--source", str(root), "--json"))
     assert third["reports"]["verified_now"] == 1
     text = _invoke("scenarios", "stats", "--source", str(root))
-    # EP2-101 predates the chance_tsr rule (its rework is #14's): stats says so.
-    assert "EP2: 1 scenarios, 0 pass verify" in text and "structures: prepare_then_act 1" in text
-    assert "EP2-101: chance_tsr 0.216 is over 0.1" in text
+    # A one-scenario category breaks the variety rules, and stats says which.
+    assert "EP2: 1 scenarios, 1 pass verify" in text and "structures: prepare_then_act 1" in text
+    assert "prepare_then_act is used by 1 of 1 scenarios (over 25%)" in text
 
 
 def test_list_shows_the_seed_and_show_the_structure_and_verify_figures(tmp_path: Path) -> None:

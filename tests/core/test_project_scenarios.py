@@ -30,9 +30,9 @@ def test_walkthroughs_reach_their_endings(library, tmp_path: Path, agent: str, o
     assert all(e.failed_actions == 0 for e in result.episodes)
 
 
-def test_fifteen_scenarios_five_per_category(library) -> None:
+def test_every_category_has_scenarios_of_a_benchmark_shape(library) -> None:
     counts = {c: len(library.select(c)) for c in ("EP1", "EP2", "EP3")}
     assert all(n >= 5 for n in counts.values()), counts
     for s in library.scenarios:
         assert s.protocol == "marked" and s.single_turn is not None and s.clock_var
-        assert 5 <= len(s.actions) <= 10
+        assert 5 <= len(s.actions) <= 12, s.id  # the issues ask 6-12; the oldest have 5 or more
