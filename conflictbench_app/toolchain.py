@@ -77,7 +77,7 @@ def _bundled(name: str) -> Path | None:
 
 def _mcp_server_if_binary() -> list[Path]:
     try:
-        import mcp_server_if  # type: ignore[import-not-found]
+        import mcp_server_if
     except ImportError:
         return []
     return [Path(mcp_server_if.__file__).parent / "bin" / "glulxe"]

@@ -49,7 +49,7 @@ def unique_key_loader(base: type) -> type:
     """A YAML loader class (on ``base``) that refuses a key repeated in one mapping."""
     import yaml
 
-    class UniqueKeyLoader(base):  # type: ignore[misc, valid-type]
+    class UniqueKeyLoader(base):
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: dict[Any, int] = {}
             for key_node, _value in node.value:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -61,7 +62,7 @@ def runs(include_assisted: bool, db: Path | None, as_json: bool) -> None:
     from conflictbench_app.agents.protocol import run_protocol
 
     with Store(db_path(db)) as store:
-        rows = []
+        rows: list[dict[str, Any]] = []
         for run in store.list_runs():
             episodes = store.episodes(run.id)
             rows.append(

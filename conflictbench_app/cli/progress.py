@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import Any
 
 from conflictbench_app.records import EpisodeRecord, RunRecord
 from conflictbench_app.runner import RunListener
@@ -13,8 +14,8 @@ class ProgressListener(RunListener):
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled and sys.stderr.isatty()
         self._lock = threading.Lock()
-        self._progress = None
-        self._task = None
+        self._progress: Any = None
+        self._task: Any = None
 
     def run_started(self, run: RunRecord, total: int, done: int) -> None:
         if not self.enabled:

@@ -285,7 +285,7 @@ class GlulxGame:
         if proc is not None:
             try:
                 proc.wait(timeout=1)
-                err = proc.stderr.read() if proc.stderr else b""  # type: ignore[assignment]
+                err = proc.stderr.read() if proc.stderr else b""
             except subprocess.TimeoutExpired:
                 pass
         code = proc.returncode if proc is not None else None

@@ -222,7 +222,7 @@ def _run_table(
 
 def category_mean(cells: dict[str, Cell]) -> float | None:
     """The paper's average: the mean of the category rates that can be computed (not the pooled rate)."""
-    values = [cells[c].value for c in CATEGORIES if c in cells and cells[c].value is not None]
+    values = [v for c in CATEGORIES if c in cells and (v := cells[c].value) is not None]
     return mean(values) if values else None
 
 

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from conflictbench_app.engine.glulxe import GlulxGame
 from conflictbench_app.errors import ConflictBenchError, EngineError, ScenarioError
@@ -290,7 +290,10 @@ def read_actions(story: Path, final_commands: list[str], *, cache_dir: Path | No
         raise
     if cache_file is not None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"help": probe.help_text, "actions": [a.model_dump() for a in probe.actions]}
+        payload: dict[str, Any] = {
+            "help": probe.help_text,
+            "actions": [a.model_dump() for a in probe.actions],
+        }
         payload.update(notes=probe.notes, aliases=probe.aliases, sample=probe.sample)
         tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(payload), encoding="utf-8")
@@ -437,6 +440,7 @@ def _state_vars(state: dict[str, Any]) -> list[StateVar]:
     out = []
     for name, value in state.items():
         value = _typed(value)
+        kind: Literal["int", "bool", "text"]
         if isinstance(value, bool):
             kind = "bool"
         elif isinstance(value, int | float):
@@ -492,8 +496,10 @@ def _endings(env: dict[str, Any]) -> tuple[Ending, ...]:
 
 
 def _visual(env: dict[str, Any]) -> Visual:
-    template = env.get("template") if isinstance(env.get("template"), dict) else {}
-    actions = template.get("actions") if isinstance(template.get("actions"), dict) else {}
+    raw_template = env.get("template")
+    template: dict[str, Any] = raw_template if isinstance(raw_template, dict) else {}
+    raw_actions = template.get("actions")
+    actions: dict[str, Any] = raw_actions if isinstance(raw_actions, dict) else {}
     return Visual(
         base_scene=str(env.get("t2v_description") or ""),
         subject_scene=str(template.get("subject_scene") or ""),

@@ -65,9 +65,9 @@ def clean_text(key: str, value: Any) -> Any:
 
 
 def loads(value: str | None, default: Any = None) -> Any:
-    if value in (None, ""):
+    if value is None or value == "":
         return default
-    return json.loads(value)  # type: ignore[arg-type]
+    return json.loads(value)
 
 
 def record_to_row(record: Any, json_fields: set[str] | frozenset[str]) -> dict[str, Any]:

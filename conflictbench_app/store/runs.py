@@ -43,7 +43,7 @@ class RunsMixin:
             versions=versions or {},
             note=note,
         )
-        self.database.db["runs"].insert(_to_row(record))
+        self.database.db.table("runs").insert(_to_row(record))
         return record
 
     def get_run(self, run_id: str) -> RunRecord:
@@ -61,7 +61,7 @@ class RunsMixin:
     # -- episodes ----------------------------------------------------------------------------------------------
 
     def add_episode(self, record: EpisodeRecord) -> EpisodeRecord:
-        self.database.db["episodes"].insert(_to_row(record))
+        self.database.db.table("episodes").insert(_to_row(record))
         return record
 
     def new_episode(self, run_id: str, scenario_id: str, category: str, **fields: Any) -> EpisodeRecord:
@@ -78,7 +78,7 @@ class RunsMixin:
                 row[key] = int(value)
             else:
                 row[key] = clean_text(key, value)
-        self.database.db["episodes"].update(episode_id, row)
+        self.database.db.table("episodes").update(episode_id, row)
 
     def get_episode(self, episode_id: str) -> EpisodeRecord:
         rows = list(self.database.rows("SELECT * FROM episodes WHERE id = ?", [episode_id]))
@@ -87,7 +87,7 @@ class RunsMixin:
         return _episode(rows[0])
 
     def episodes(self, run_id: str | None = None, *, status: str | None = None) -> list[EpisodeRecord]:
-        sql, params = "SELECT * FROM episodes WHERE 1=1", []
+        sql, params = "SELECT * FROM episodes WHERE 1=1", list[Any]()
         if run_id is not None:
             sql, params = sql + " AND run_id = ?", [*params, run_id]
         if status is not None:
@@ -101,7 +101,7 @@ class RunsMixin:
         if not record.created_at:
             record = record.model_copy(update={"created_at": now()})
         try:
-            self.database.db["steps"].insert(_to_row(record))
+            self.database.db.table("steps").insert(_to_row(record))
         except sqlite3.IntegrityError as exc:
             raise StoreError(
                 f"Step {record.idx} of episode {record.episode_id} is already recorded ({exc})."

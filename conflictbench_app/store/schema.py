@@ -11,7 +11,7 @@ from conflictbench_app.store.db import migration
 
 @migration("0001_runs_episodes_steps")
 def _runs_episodes_steps(db: sqlite_utils.Database) -> None:
-    db["runs"].create(
+    db.table("runs").create(
         {
             "id": str,
             "created_at": str,
@@ -25,7 +25,7 @@ def _runs_episodes_steps(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["episodes"].create(
+    db.table("episodes").create(
         {
             "id": str,
             "run_id": str,
@@ -55,9 +55,9 @@ def _runs_episodes_steps(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("run_id", "runs", "id")],
     )
-    db["episodes"].create_index(["run_id", "scenario_id"])
-    db["episodes"].create_index(["status"])
-    db["steps"].create(
+    db.table("episodes").create_index(["run_id", "scenario_id"])
+    db.table("episodes").create_index(["status"])
+    db.table("steps").create(
         {
             "episode_id": str,
             "idx": int,
@@ -87,7 +87,7 @@ def _runs_episodes_steps(db: sqlite_utils.Database) -> None:
 @migration("0002_steps_ending_id")
 def _steps_ending_id(db: sqlite_utils.Database) -> None:
     # The ending a terminated step reached, so a recorded step rebuilds the same turn record as play drew.
-    db["steps"].add_column("ending_id", str)
+    db.table("steps").add_column("ending_id", str)
 
 
 @migration("0002_actor_assisted")
@@ -96,8 +96,8 @@ def _actor_assisted(db: sqlite_utils.Database) -> None:
 
     Existing rows are filled in: steps from their player; an episode is assisted when it is a fork, or when its
     steps' actors differ from its run's agent (a human took over a model's episode, or handed one to a model)."""
-    db["steps"].add_column("actor", str)
-    db["episodes"].add_column("assisted", int, not_null_default=0)
+    db.table("steps").add_column("actor", str)
+    db.table("episodes").add_column("assisted", int, not_null_default=0)
     db.execute(
         "UPDATE steps SET actor = CASE WHEN player = 'human' OR player LIKE 'human:%' THEN 'human' ELSE 'model' END"
     )
@@ -119,5 +119,5 @@ def _actor_assisted(db: sqlite_utils.Database) -> None:
         meta["assisted"] = (
             ["fork"] if row["parent_episode"] else ["model_turn" if human_run else "human_turn"]
         )
-        db["episodes"].update(row["id"], {"meta_json": json.dumps(meta, ensure_ascii=False)})
-    db["episodes"].create_index(["assisted"])
+        db.table("episodes").update(row["id"], {"meta_json": json.dumps(meta, ensure_ascii=False)})
+    db.table("episodes").create_index(["assisted"])
