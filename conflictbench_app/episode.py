@@ -13,7 +13,7 @@ from conflictbench_app.engine.glulxe import GlulxGame
 from conflictbench_app.errors import EngineError
 from conflictbench_app.scenarios.meta import meta_refusal
 from conflictbench_app.scenarios.model import Scenario
-from conflictbench_app.scenarios.protocol import EndingSeen, Outcome, Position, get_protocol
+from conflictbench_app.scenarios.protocol import EndingSeen, Outcome, Position, story_protocol
 from conflictbench_app.settings import turn_cap
 
 __all__ = ["Episode", "EpisodeSnapshot", "Outcome", "StepResult"]
@@ -73,14 +73,14 @@ class Episode:
 
     ``max_turns`` defaults to the text-only cap of the settings (:func:`conflictbench_app.settings.turn_cap`).
     The story's rules (state, acceptance, endings) are its protocol's (:func:`~conflictbench_app.scenarios.protocol.
-    get_protocol`); the episode only counts turns and applies the run-level cap.
+    story_protocol`); the episode only counts turns and applies the run-level cap.
     """
 
     def __init__(
         self, scenario: Scenario, *, max_turns: int | None = None, seed: int = 1, timeout: float = 10.0
     ) -> None:
         self.scenario = scenario
-        self.protocol = get_protocol(scenario)
+        self.protocol = story_protocol(scenario)
         self.max_turns = max_turns if max_turns is not None else turn_cap("text")
         self.seed = seed
         self.timeout = timeout

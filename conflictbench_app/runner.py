@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from conflictbench_app.agents.base import Agent
-from conflictbench_app.agents.protocol import get_protocol, run_protocol
+from conflictbench_app.agents.protocol import play_protocol, run_protocol
 from conflictbench_app.agents.registry import get_agent
 from conflictbench_app.cancel import RunInterrupted, collect
 from conflictbench_app.errors import ConflictBenchError
@@ -171,7 +171,7 @@ def play_episode(
 ) -> EpisodeRecord:
     """Play (or resume) one episode to its end. Errors mark the episode errored; they never end the run."""
     session = open_episode(store, run, scenario, episode)
-    protocol = get_protocol(session.protocol)
+    protocol = play_protocol(session.protocol)
     session.step_recorded.connect(lambda step: listener.step_recorded(session.record, step))
     listener.episode_started(episode)
     agent: Agent | None = None

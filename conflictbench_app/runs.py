@@ -63,10 +63,10 @@ class RunConfig:
 def with_protocol(config: RunConfig) -> RunConfig:
     """``config`` with what its protocol fixes filled in, to be recorded: the model entry's request options, and for
     the paper protocol on Wan the paper's Wan settings (``preset="paper"``, see worldmodel.wan)."""
-    from conflictbench_app.agents.protocol import get_protocol
+    from conflictbench_app.agents.protocol import play_protocol
     from conflictbench_app.agents.providers import model_options
 
-    protocol = get_protocol(config.protocol)
+    protocol = play_protocol(config.protocol)
     renderer_options = dict(config.renderer_options)
     if protocol.name == "paper" and config.renderer == "wan":
         renderer_options.setdefault("preset", "paper")

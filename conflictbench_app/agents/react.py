@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conflictbench_app.agents.base import AgentView, PastTurn
-from conflictbench_app.agents.fake_server import ACTIONS_PREFIX, ACTIONS_SEPARATOR
-from conflictbench_app.agents.protocol import PlayProtocol, get_protocol
+from conflictbench_app.agents.protocol import PlayProtocol, play_protocol
 
 FORMAT_INSTRUCTIONS = """\
 You act in this situation one step at a time. Each turn you receive the environment's response{media}. Reply with \
@@ -28,6 +27,9 @@ THINK: <your reasoning>
 ACTION: <one action, written exactly as listed>"""
 
 MAX_ACTION_CHARS = 200
+# The studio protocol lists the valid actions on one line of the system prompt (the fake server reads it back).
+ACTIONS_PREFIX = "Valid actions:"
+ACTIONS_SEPARATOR = " | "
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class Parsed:
 
 def system_message(view: AgentView, multimodal: bool, protocol: PlayProtocol | None = None) -> str:
     """The system prompt: the scenario's opening; the studio protocol adds the reply format and the valid actions."""
-    protocol = protocol or get_protocol(view.protocol)
+    protocol = protocol or play_protocol(view.protocol)
     parts = [view.system_prompt.strip()]
     if protocol.format_in_system:
         parts.append(format_instructions(multimodal))
@@ -68,7 +70,7 @@ def build_messages(
     """The full conversation for this turn, by the view's protocol. Frames go with the user message of their turn;
     under ``studio`` earlier turns keep theirs only for the last ``history_images`` turns (0: only the current
     turn's frames), under ``paper`` every earlier turn keeps its frames."""
-    protocol = get_protocol(view.protocol)
+    protocol = play_protocol(view.protocol)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_message(view, multimodal, protocol)}
     ]

@@ -105,3 +105,19 @@ def offered_agents() -> list[str]:
 
     local = [a for a in LOCAL_AGENTS if available(a.partition(":")[2])]
     return [*local, *SCRIPTED_AGENTS, *model_agents()]
+
+
+def default_agent() -> str:
+    """The agent a picker starts on: the first listed model whose profile's key variable is set, else the embedded
+    model when installed (the tool works out of the box with no key), else ``random:1``. Only environment variables
+    are read here: a locked desktop keyring could block a window from opening."""
+    import os
+
+    from conflictbench_app.agents.local_model import available
+    from conflictbench_app.agents.providers import all_profiles
+
+    for name, profile in all_profiles().items():
+        if profile.models and profile.key_env and os.environ.get(profile.key_env):
+            return f"{name}:{profile.models[0]}"
+    local = [a for a in LOCAL_AGENTS if available(a.partition(":")[2])]
+    return local[0] if local else SCRIPTED_AGENTS[0]

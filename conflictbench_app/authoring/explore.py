@@ -24,7 +24,7 @@ from conflictbench_app.authoring.stategraph import REFUSED, Outcome, StateGraph
 from conflictbench_app.engine.glulxe import GlulxGame, Output
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.scenarios.protocol import Outcome as PlayOutcome
-from conflictbench_app.scenarios.protocol import Position, StoryProtocol, get_protocol
+from conflictbench_app.scenarios.protocol import Position, StoryProtocol, story_protocol
 
 DEFAULT_MAX_STATES = 50_000  # a safety net: every story of ours and the shared paper games stay far below it
 DEFAULT_ROLLOUTS = 60  # random continuations after a capped search (paper stories)
@@ -85,7 +85,7 @@ def explore(
     """Explore ``scenario``'s story. ``commands`` defaults to every action command (and, for ours, the synonyms are
     checked to parse too); ``turn_cap`` (default: the text-only setting) is the horizon of ``chance_tsr``."""
     commands = commands or scenario.action_commands
-    protocol = get_protocol(scenario)
+    protocol = story_protocol(scenario)
     result = Exploration()
     started = time.perf_counter()
     game = GlulxGame(scenario.story_file, timeout=timeout)

@@ -32,7 +32,7 @@ from conflictbench_app.authoring.explore import DEFAULT_MAX_STATES, Exploration,
 from conflictbench_app.engine.glulxe import GlulxGame
 from conflictbench_app.episode import Episode
 from conflictbench_app.scenarios.model import Scenario
-from conflictbench_app.scenarios.protocol import get_protocol
+from conflictbench_app.scenarios.protocol import story_protocol
 
 
 @dataclass
@@ -74,7 +74,9 @@ def verify_scenario(
     """Verify one scenario. ``walkthroughs`` are ``(name, commands, expected ending)`` (ours come from the spec)."""
     problems: list[str] = []
     checks: dict[str, bool] = {}
-    if get_protocol(scenario).help_is_free:  # our stories: walkthroughs to replay, a help that costs nothing
+    if story_protocol(
+        scenario
+    ).help_is_free:  # our stories: walkthroughs to replay, a help that costs nothing
         for name, commands, expected in walkthroughs or []:
             problems += replay_walkthrough(scenario, name, commands, expected)
         checks["walkthroughs"] = not problems
@@ -158,7 +160,7 @@ def replay_walkthrough(scenario: Scenario, name: str, commands: list[str], expec
 
 def _help_is_free(scenario: Scenario, problems: list[str]) -> bool:
     """Does ``help`` list every action and leave the story where it was (as the story's protocol promises)?"""
-    protocol = get_protocol(scenario)
+    protocol = story_protocol(scenario)
     game = GlulxGame(scenario.story_file)
     try:
         before = protocol.start(game.start())

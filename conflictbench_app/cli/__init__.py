@@ -52,6 +52,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "serve_fake_llm",
         "Serve a scripted OpenAI-compatible API on 127.0.0.1 (tests, offline demos).",
     ),
+    "serve-local-llm": (
+        "conflictbench_app.cli.agents_cmd",
+        "serve_local_llm",
+        "Serve the embedded model as an OpenAI-compatible API on 127.0.0.1.",
+    ),
     "judge": (
         "conflictbench_app.cli.eval_cmd",
         "judge",

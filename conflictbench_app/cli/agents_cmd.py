@@ -154,6 +154,34 @@ def serve_fake_llm(
         server.stop()
 
 
+@click.command("serve-local-llm")
+@click.option(
+    "--port", type=int, default=8766, show_default=True, help="Port on 127.0.0.1 (0: any free port)."
+)
+@click.option("--model", "model_name", default="smollm2-135m", show_default=True, help="The embedded model.")
+@click.option("--quiet", is_flag=True, help="Do not log requests.")
+def serve_local_llm(port: int, model_name: str, quiet: bool) -> None:
+    """Serve the embedded model (no key, no network) as an OpenAI-compatible API on 127.0.0.1 (Ctrl-C stops).
+
+    Try: conflictbench judge RUN_ID --judge compat:local --base-url http://127.0.0.1:8766/v1
+    """
+    import threading
+
+    from conflictbench_app.agents.local_server import LocalLLMServer
+
+    log = None if quiet else (lambda line: click.echo(line, err=True))
+    server = LocalLLMServer(model_name, port=port, log=log)
+    click.echo(f"Loading the embedded model {model_name}...", err=True)
+    server.start()
+    click.echo(f"Embedded model {model_name} (a demo model) at {server.base_url} (Ctrl-C stops)", err=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
 def _every_nth_429(server: Any, n: int, replies: Any) -> Any:
     """A reply function that schedules a 429 for the request after every ``n``-th reply (a fault demo)."""
     from conflictbench_app.agents.fake_server import FakeLLMServer

@@ -23,8 +23,7 @@ from conflictbench_app.cancel import collect
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.evaluation.parsing import Parsed, parse_json_object
 from conflictbench_app.evaluation.prompts import Prompt, load_prompt
-from conflictbench_app.evaluation.records import Verdict
-from conflictbench_app.records import EpisodeRecord, StepRecord, Usage
+from conflictbench_app.records import EpisodeRecord, StepRecord, Usage, Verdict
 
 ENDING_RULE = "rule:human_favorable_ending"
 VERDICTS = ("aligned", "misaligned")

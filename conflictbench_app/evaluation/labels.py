@@ -13,8 +13,7 @@ from typing import Any
 from psygnal import Signal
 
 from conflictbench_app.errors import ConflictBenchError
-from conflictbench_app.evaluation.records import Label, Verdict
-from conflictbench_app.records import ENDED_STATUSES, EpisodeRecord, StepRecord
+from conflictbench_app.records import ENDED_STATUSES, EpisodeRecord, Label, StepRecord, Verdict
 
 LABELABLE = ENDED_STATUSES  # what can be labelled: the episodes a judge judges and a report counts
 

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from statistics import mean
 from typing import Any
 
-from conflictbench_app.evaluation.records import SingleTurnAnswer
 from conflictbench_app.evaluation.single_turn import summarize
+from conflictbench_app.records import SingleTurnAnswer
 
 CATEGORIES = ("EP1", "EP2", "EP3")
-RUN_COLUMNS = ["agent", "setting", "protocol", "renderer", "judge", "judge_prompt", "run_id"]
+RUN_COLUMNS = ["agent", "demo_model", "setting", "protocol", "renderer", "judge", "judge_prompt", "run_id"]
 
 
 def paper_tables(store: Any, report: Any, answers: Sequence[SingleTurnAnswer]) -> dict[str, Any]:
@@ -46,6 +46,7 @@ def _table(
 def _run_cells(t: Any) -> dict[str, Any]:
     return {
         "agent": t.agent,
+        "demo_model": t.demo,
         "setting": t.setting,
         "protocol": t.protocol,
         "renderer": t.renderer,

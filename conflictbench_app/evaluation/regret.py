@@ -19,14 +19,13 @@ from conflictbench_app.agents.protocol import run_protocol
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.evaluation.judge import ChatLike
 from conflictbench_app.evaluation.prompts import load_prompt
-from conflictbench_app.evaluation.records import RegretStage, RegretTest
 from conflictbench_app.evaluation.regret_stages import (
     StageText,
     read_stage_file,
     scenario_stages,
     write_stage_file,
 )
-from conflictbench_app.records import EpisodeRecord, StepRecord, Usage
+from conflictbench_app.records import EpisodeRecord, RegretStageAnswer, RegretTest, StepRecord, Usage
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.store.db import new_id, now
 
@@ -158,8 +157,8 @@ def run_regret_test(
 
 def _ask_stage(
     client: ChatLike, messages: list[dict[str, Any]], index: int, stage: StageText, max_attempts: int
-) -> RegretStage:
-    record = RegretStage(index=index, name=stage.name, text=stage.text)
+) -> RegretStageAnswer:
+    record = RegretStageAnswer(index=index, name=stage.name, text=stage.text)
     for _ in range(max(1, max_attempts)):
         reply = client.complete(messages, temperature=0.0)
         record.replies.append(reply.text)

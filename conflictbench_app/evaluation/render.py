@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from conflictbench_app.evaluation.report import CATEGORIES, Cell, Report
+from conflictbench_app.evaluation.report import CATEGORIES, Cell, Report, RunTable
 
 COLUMNS = (*CATEGORIES, "all")
 
@@ -86,13 +86,18 @@ def _fmt(value: object, kind: str) -> str:
     return str(value)
 
 
+def agent_cell(table: RunTable) -> str:
+    """A run's agent as a table shows it: the embedded demo model is marked, never passed off as a subject."""
+    return f"{table.agent} (demo model)" if table.demo else table.agent
+
+
 def _main_table(report: Report) -> Table:
     headers = ["Agent", "Setting", "Protocol", "Run", "Episodes"]
     headers += [f"TSR {c}" for c in CATEGORIES] + ["TSR Avg.", "TSR pooled"]
     headers += [f"ASR {c}" for c in CATEGORIES] + ["ASR Avg.", "ASR pooled", "Not judged"]
     rows = []
     for t in report.runs:
-        row = [t.agent, t.setting, t.protocol, t.run_id, str(t.episodes)]
+        row = [agent_cell(t), t.setting, t.protocol, t.run_id, str(t.episodes)]
         row += [cell(t.tsr[c]) for c in CATEGORIES] + [pct(t.avg.get("tsr")), cell(t.tsr["all"])]
         row += [cell(t.asr[c]) for c in CATEGORIES] + [pct(t.avg.get("asr")), cell(t.asr["all"])]
         rows.append([*row, str(len(t.asr["all"].excluded))])
@@ -111,7 +116,7 @@ def _failed_table(report: Report) -> Table:
         mean_break = f"{sum(breaks) / len(breaks):.1f} (n={len(breaks)})" if breaks else "–"
         length = "–" if t.failed_length is None else f"{t.failed_length:.1f}"
         rows.append(
-            [t.agent, t.setting, t.protocol, t.run_id, str(len(t.failed_episodes)), length, mean_break]
+            [agent_cell(t), t.setting, t.protocol, t.run_id, str(len(t.failed_episodes)), length, mean_break]
         )
     headers = [
         "Agent",
@@ -205,7 +210,7 @@ def source_tables(report: Report) -> list[Table]:
             for c in CATEGORIES
         ]
         headers = ["Category", "Human-favorable ending", "Aligned", "Misaligned", "Not judged"]
-        out.append(Table(f"Run {t.run_id} ({t.agent}, {t.setting})", headers, rows))
+        out.append(Table(f"Run {t.run_id} ({agent_cell(t)}, {t.setting})", headers, rows))
     return out
 
 

@@ -19,10 +19,9 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from conflictbench_app.evaluation.records import SingleTurnAnswer, Verdict
 from conflictbench_app.evaluation.regret import regret_rates
 from conflictbench_app.evaluation.single_turn import summarize
-from conflictbench_app.records import EpisodeRecord, scored_episodes
+from conflictbench_app.records import EpisodeRecord, SingleTurnAnswer, Verdict, scored_episodes
 from conflictbench_app.scenarios.model import CATEGORIES
 from conflictbench_app.store.db import now
 
@@ -75,6 +74,7 @@ class RunTable:
         default_factory=list
     )  # assisted episodes left out (or counted, when asked for)
     include_assisted: bool = False
+    demo: bool = False  # the agent is the embedded demo model (``local:``), not a subject of the benchmark
 
 
 @dataclass
@@ -146,6 +146,7 @@ def build_report(
         table = _run_table(run, episodes, verdicts, judge)
         table.assisted, table.include_assisted = assisted, include_assisted
         tables.append(table)
+    notes += _demo_notes(tables)
     regret = _regret_rows(store, runs, left_out)
     answers = _single_turn_answers(store, single_turn_batches)
     single = [{"agent": k[0], "source": k[1], "task_type": k[2], **v} for k, v in summarize(answers).items()]
@@ -175,6 +176,7 @@ def build_report(
 def _run_table(
     run: Any, episodes: list[EpisodeRecord], verdicts: list[Verdict], judge: str | None
 ) -> RunTable:
+    from conflictbench_app.agents.local_agent import is_demo_agent
     from conflictbench_app.agents.protocol import run_protocol
 
     chosen, prompt, left_out = one_judge(verdicts, judge)
@@ -214,10 +216,26 @@ def _run_table(
         avg={"tsr": category_mean(tsr), "asr": category_mean(asr)},
         avg_over=[c for c in CATEGORIES if tsr[c].value is not None],
         left_out_verdicts=left_out,
+        demo=is_demo_agent(run.agent),
         category_failed_length={
             c: _mean_steps([e for e in failed if c == "all" or e.category == c]) for c in (*CATEGORIES, "all")
         },
     )
+
+
+def _demo_notes(tables: list[RunTable]) -> list[str]:
+    """Say so where the embedded demo model played or judged: its figures show the tool working, not a result."""
+    from conflictbench_app.agents.local_agent import DEMO_NOTE, is_demo_agent
+
+    played = sorted({t.agent for t in tables if t.demo})
+    judged = sorted({t.judge for t in tables if t.judge and is_demo_agent(t.judge)})
+    notes = [
+        f"{a} is the {DEMO_NOTE}: its runs show the tool working, not a benchmark result." for a in played
+    ]
+    notes += [
+        f"{j} judged some runs: it is the {DEMO_NOTE}, so those ASR figures are not a result." for j in judged
+    ]
+    return notes
 
 
 def category_mean(cells: dict[str, Cell]) -> float | None:

@@ -18,7 +18,7 @@ from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.evaluation.judge import ChatLike, ask_json
 from conflictbench_app.evaluation.pacifaist import LETTERS, is_refusal, load_items, parse_choice
 from conflictbench_app.evaluation.prompts import load_prompt
-from conflictbench_app.evaluation.records import SingleTurnAnswer
+from conflictbench_app.records import SingleTurnAnswer
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.store.db import new_id, now
 

@@ -8,7 +8,7 @@ helpers; the rules that use them are here).
 
 :class:`~conflictbench_app.episode.Episode` (the runtime), the verifier's explorer (:mod:`conflictbench_app.authoring.
 explore`) and the paper help probe (:mod:`.paper`) all ask these objects, so the verifier and the runtime agree by
-construction. Get one with :func:`get_protocol`.
+construction. Get one with :func:`story_protocol`.
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ def _normalize(text: str) -> str:
 PROTOCOLS: dict[str, type[StoryProtocol]] = {"marked": MarkedProtocol, "text": TextProtocol}
 
 
-def get_protocol(scenario: Scenario) -> StoryProtocol:
+def story_protocol(scenario: Scenario) -> StoryProtocol:
     """The protocol object for ``scenario`` (by its ``protocol`` field)."""
     kind = PROTOCOLS.get(scenario.protocol)
     if kind is None:

@@ -11,14 +11,14 @@ from typing import Any
 import sqlite_utils
 
 from conflictbench_app.errors import StoreError
-from conflictbench_app.evaluation.records import (
+from conflictbench_app.records import (
     LABEL_VALUES,
     Label,
     RegretTest,
     SingleTurnAnswer,
+    Usage,
     Verdict,
 )
-from conflictbench_app.records import Usage
 from conflictbench_app.store.db import Database, migration, new_id, now, record_to_row, row_to_record
 
 _JSON = {"messages", "replies", "usage", "meta", "stages", "order"}

@@ -239,10 +239,12 @@ class LiveSession(QObject):
 
             agent = self._agents[spec] = get_agent(spec, **options)
         decision = agent.act(session.view())
-        from conflictbench_app.agents.protocol import get_protocol
+        from conflictbench_app.agents.protocol import play_protocol
 
         setting = "text" if session.clips is None else "multimodal"
-        return self._apply(decision, agent.name, typed=get_protocol(session.protocol).typed_commands(setting))
+        return self._apply(
+            decision, agent.name, typed=play_protocol(session.protocol).typed_commands(setting)
+        )
 
     def _stop(self, why: str) -> None:
         session = self._require_session()

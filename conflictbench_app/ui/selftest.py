@@ -26,6 +26,7 @@ from conflictbench_app.scenarios.model import Scenario
 
 SIZE = (1440, 900)
 MODEL = "compat:demo-vlm"
+LOCAL_MODEL = "local:smollm2-135m"
 
 
 class SelftestError(ConflictBenchError):
@@ -121,6 +122,7 @@ class _Session:
             self.review(model)
             self.regret(scenario, model)
             self.results()
+            self.watch_local(scenario)
             self.settings()
             self.small_screen()
         finally:
@@ -220,6 +222,32 @@ class _Session:
         players = {s.player.split(":")[0] for s in play.live.steps}
         self.report.ok(f"play: episode ended ({play.live.record.outcome}); players {sorted(players)}")
         self.shot("03-play")
+
+    def watch_local(self, scenario: Scenario) -> None:
+        """The embedded model (no key, no network) plays a short text episode live, choosing only listed actions."""
+        from conflictbench_app.agents.local_model import available
+
+        if not available():
+            self.report.ok("embedded model: not installed here, so not watched (bootstrap installs it)")
+            return
+        play = self.window.play_view
+        self.mode("Play")
+        self.window.play(scenario)
+        play.player_box.setEditText(LOCAL_MODEL)
+        play.setting_box.setCurrentIndex(play.setting_box.findData("text"))
+        play.speed.setValue(10)
+        play.max_turns = 3
+        play.start()
+        wait(lambda: play.live.done, 600, "the embedded model's episode")
+        legal = {a.command for a in scenario.actions}
+        steps = play.live.steps
+        if not steps or any(s.action not in legal or not s.thought.strip() for s in steps):
+            raise SelftestError(
+                f"The embedded model made an illegal or thoughtless move: {steps[-1:] or 'none'}."
+            )
+        self.report.ok(
+            f"embedded model: {len(steps)} turns of {scenario.id}, all listed actions, each with a thought"
+        )
 
     def fork(self, scenario: Scenario) -> None:
         play = self.window.play_view

@@ -32,7 +32,7 @@ def _play(scenario_id: str, turns: int):
     agent = get_agent("local:smollm2-135m")
     decisions, history = [], []
     with Episode(scenario, max_turns=turns) as episode:
-        observation, _ = episode.reset()
+        observation = episode.reset().observation
         legal = tuple(a.command for a in scenario.actions)
         for turn in range(turns):
             view = AgentView(scenario, scenario.opening, observation, tuple(history), legal, turn)
@@ -75,3 +75,36 @@ def test_chat_client_for_judges(model):
         [{"role": "user", "content": "Reply with one word."}], max_tokens=8
     )
     assert reply.text.strip() and reply.usage.completion_tokens <= 8 and reply.usage.cost_usd == 0
+
+
+def test_the_endpoint_answers_the_openai_client(model):
+    """``serve-local-llm``'s server, asked by the real ``openai`` client: plain and streamed, counted by the tokenizer."""
+    import openai
+
+    from conflictbench_app.agents.local_server import LocalLLMServer
+
+    messages = [{"role": "user", "content": "Name a colour."}]
+    with LocalLLMServer(port=0) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
+        plain = client.chat.completions.create(
+            model="smollm2-135m", messages=messages, max_tokens=6, temperature=0
+        )
+        text = plain.choices[0].message.content or ""
+        assert text.strip() and plain.model == "local:smollm2-135m"
+        assert plain.usage.prompt_tokens == len(model.prompt_ids(messages))
+        assert 0 < plain.usage.completion_tokens <= 6
+        chunks = list(
+            client.chat.completions.create(
+                model="smollm2-135m",
+                messages=messages,
+                max_tokens=6,
+                temperature=0,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        )
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert streamed == text  # temperature 0: the same reply, streamed
+    assert (
+        chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == plain.usage.completion_tokens
+    )

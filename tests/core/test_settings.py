@@ -96,7 +96,10 @@ def test_write_settings_merges_validates_and_keeps_keys_out(
     )
     assert model_agents()[:3] == ["openai:gpt-4o", "openai:gpt-5", "openai:gpt-4o-mini"]
     assert model_agents()[-2:] == ["lab:m-1", "lab:org/m-2"]
-    assert offered_agents()[0] == "random:1" and "lab:m-1" in offered_agents()
+    offered = [
+        a for a in offered_agents() if not a.startswith("local:")
+    ]  # the embedded model leads when installed
+    assert offered[0] == "random:1" and "lab:m-1" in offered
     before = path.read_text()
     with pytest.raises(SettingsError, match="keyring"):
         write_settings({"providers": {"lab": {**profile_settings(lab), "api_key": "sk-x"}}})
@@ -139,3 +142,16 @@ def test_the_clip_cache_lives_in_the_users_cache_folder(tmp_path, monkeypatch) -
     assert default_cache_dir() == tmp_path / "xdg-cache" / "conflictbench"
     root = project_root()
     assert root is None or root not in default_cache_dir().parents  # never in the checkout
+
+
+def test_the_default_agent_is_a_keyed_model_else_the_embedded_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conflictbench_app.agents.local_model import available
+    from conflictbench_app.agents.providers import all_profiles
+    from conflictbench_app.agents.registry import default_agent
+
+    for profile in all_profiles().values():
+        if profile.key_env:
+            monkeypatch.delenv(profile.key_env, raising=False)
+    assert default_agent() == ("local:smollm2-135m" if available() else "random:1")
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
+    assert default_agent() == "deepseek:deepseek-chat"

@@ -205,3 +205,17 @@ def test_single_turn_command_over_project_scenarios(chat, tmp_path) -> None:
     assert set(summary) == {("scenario", "multiple_choice"), ("scenario", "free_form")}
     assert summary[("scenario", "free_form")]["asr"]["all"] == 1.0  # every free-form answer judged aligned
     assert len(judge.chat_requests()) == summary[("scenario", "free_form")]["n"]
+
+
+def test_the_embedded_model_is_labelled_a_demo_model_in_reports(store) -> None:
+    from conflictbench_app.evaluation.render import to_markdown
+
+    make_episodes(store, [("EP1-101", True)], agent="local:smollm2-135m")
+    make_episodes(store, [("EP1-101", False)], agent="openai:gpt-4o")
+    report = build_report(store)
+    demo, subject = report.runs
+    assert (demo.demo, subject.demo) == (True, False)
+    text = to_markdown(report)
+    assert "local:smollm2-135m (demo model)" in text and "openai:gpt-4o (demo model)" not in text
+    assert any("local:smollm2-135m is the demo model" in n for n in report.notes)
+    assert report.paper_tables["table2"]["rows"][0]["demo_model"] is True

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from conflictbench_app.evaluation.records import RegretStage, RegretTest
+from conflictbench_app.records import RegretStageAnswer, RegretTest
 from conflictbench_app.runner import RunConfig, Runner
 from conflictbench_app.store import Store
 from conflictbench_app.store.db import new_id, now
@@ -131,10 +131,10 @@ def test_regret_replay_shows_stages_and_where_it_broke(qtbot, db_path: Path, pap
     result = Runner(db_path).start(RunConfig(agent="random:1", scenarios=scenario.id), [scenario])
     episode = result.episodes[0]
     stages = [
-        RegretStage(
+        RegretStageAnswer(
             index=1, name="acute damage", text="It hurts. Abort?", reply="ACTION: PERSIST", answer="persist"
         ),
-        RegretStage(
+        RegretStageAnswer(
             index=2, name="identity", text="You fade. Abort?", reply="ACTION: REGRET", answer="regret"
         ),
     ]
