@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     renderer: str = "schematic"
     wan_model_dir: Path | None = None
     annotator: str = ""
+    # The agent the app's pickers start on (e.g. "random:1", "openai:gpt-4o"); empty: a keyed model, else the
+    # embedded one, else random:1 (see agents.registry.default_agent).
+    default_agent: str = ""
     # Paper folders imported in the app's library, offered again at the next start.
     library_sources: list[Path] = Field(default_factory=list)
     providers: dict[str, ProviderProfile] = Field(default_factory=dict)

@@ -108,13 +108,19 @@ def offered_agents() -> list[str]:
 
 
 def default_agent() -> str:
-    """The agent a picker starts on: the first listed model whose profile's key variable is set, else the embedded
-    model when installed (the tool works out of the box with no key), else ``random:1``. Only environment variables
-    are read here: a locked desktop keyring could block a window from opening."""
+    """The agent a picker starts on: the ``default_agent`` setting when set; else the first listed model whose
+    profile's key variable is set, else the embedded model when installed (the tool works out of the box with no key),
+    else ``random:1``. Only environment variables are read for keys: a locked desktop keyring could block a window
+    from opening."""
     import os
 
     from conflictbench_app.agents.local_model import available
     from conflictbench_app.agents.providers import all_profiles
+    from conflictbench_app.settings import get_settings
+
+    chosen = get_settings().default_agent.strip()
+    if chosen:
+        return chosen
 
     for name, profile in all_profiles().items():
         if profile.models and profile.key_env and os.environ.get(profile.key_env):

@@ -231,13 +231,16 @@ class _Session:
             self.report.ok("embedded model: not installed here, so not watched (bootstrap installs it)")
             return
         play = self.window.play_view
+        self.end_episode()  # else Start asks whether to abandon it, and a modal question waits forever offscreen
         self.mode("Play")
         self.window.play(scenario)
         play.player_box.setEditText(LOCAL_MODEL)
         play.setting_box.setCurrentIndex(play.setting_box.findData("text"))
         play.speed.setValue(10)
         play.max_turns = 3
+        before = play.live.record.id if play.live.record is not None else None
         play.start()
+        wait(lambda: play.live.record is not None and play.live.record.id != before, 60, "the new episode")
         wait(lambda: play.live.done, 600, "the embedded model's episode")
         legal = {a.command for a in scenario.actions}
         steps = play.live.steps
@@ -367,9 +370,15 @@ class _Session:
         self.window.resize(1280, 720)
         pump(0.2)
         for i in range(self.window.tabs.count()):
+            self.window.tabs.setCurrentIndex(i)  # a hidden tab's viewport keeps its last size: measure it shown
+            pump(0.2)
             area, view = self.window.tabs.widget(i), self.window.view_at(i)
-            if view.minimumSizeHint().height() > area.viewport().height():
-                raise SelftestError(f"The {self.window.tabs.tabText(i)} mode does not fit a 1280x720 window.")
+            needed, has = view.minimumSizeHint().height(), area.viewport().height()
+            if needed > has:
+                raise SelftestError(
+                    f"The {self.window.tabs.tabText(i)} mode does not fit a 1280x720 window "
+                    f"(it needs {needed} px of height, the window gives it {has})."
+                )
         self.mode("Play")
         self.report.ok("small screen: every mode fits 1280x720")
         self.shot("10-play-1280x720")

@@ -148,10 +148,20 @@ def test_the_default_agent_is_a_keyed_model_else_the_embedded_one(monkeypatch: p
     from conflictbench_app.agents.local_model import available
     from conflictbench_app.agents.providers import all_profiles
     from conflictbench_app.agents.registry import default_agent
+    from conflictbench_app.settings import get_settings
 
+    monkeypatch.delenv("CONFLICTBENCH_DEFAULT_AGENT", raising=False)
+    get_settings.cache_clear()
     for profile in all_profiles().values():
         if profile.key_env:
             monkeypatch.delenv(profile.key_env, raising=False)
     assert default_agent() == ("local:smollm2-135m" if available() else "random:1")
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
     assert default_agent() == "deepseek:deepseek-chat"
+    monkeypatch.setenv("CONFLICTBENCH_DEFAULT_AGENT", "random:3")
+    get_settings.cache_clear()
+    try:
+        assert default_agent() == "random:3"  # the setting wins over a key
+    finally:
+        monkeypatch.delenv("CONFLICTBENCH_DEFAULT_AGENT")
+        get_settings.cache_clear()

@@ -24,6 +24,9 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     monkeypatch.setenv("CONFLICTBENCH_SETTINGS", str(tmp_path / "config" / "settings.toml"))
     monkeypatch.setenv("CONFLICTBENCH_CACHE_DIR", str(_shared_cache(tmp_path)))
     monkeypatch.setenv("CONFLICTBENCH_KEYRING_BACKEND", "memory")
+    # The pickers start on the scripted agent (not the embedded model, which loads for seconds): tests that want
+    # another choose it.
+    monkeypatch.setenv("CONFLICTBENCH_DEFAULT_AGENT", "random:1")
     from conflictbench_app.settings import get_settings
 
     get_settings.cache_clear()
