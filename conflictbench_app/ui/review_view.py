@@ -37,6 +37,7 @@ from conflictbench_app.records import EpisodeRecord, StepRecord
 from conflictbench_app.review import AgreementRow, Entry, Progress, ReviewSession, Saved, TurnPair, align
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.ui.console import ending_html, step_html
+from conflictbench_app.ui.eval_jobs import JobBar
 from conflictbench_app.ui.state_panel import StatePanel
 from conflictbench_app.ui.theme import BAD, GOOD, LABEL_COLORS, MUTED
 from conflictbench_app.ui.video import VideoPane, clip_frames
@@ -299,6 +300,9 @@ class ReviewView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 10, 12, 10)
         layout.addLayout(self._pickers())
+        self.judge_bar = JobBar("judge", self.db_path, self, self._run_of_a)
+        self.judge_bar.finished.connect(lambda _result: self.refresh())
+        layout.addWidget(self.judge_bar)
         split = QSplitter(Qt.Orientation.Horizontal, self)
         self.left = TrajectoryPane("A", split)
         ruler = QWidget(split)
@@ -354,6 +358,10 @@ class ReviewView(QWidget):
         self.refresh_button.clicked.connect(self.refresh)
         self.fork_button.clicked.connect(self.compare_with_parent)
         return bar
+
+    def _run_of_a(self) -> str | None:
+        """The run the judge bar works on: episode A's."""
+        return self.session.current.run_id if self.session.current else None
 
     # -- data --------------------------------------------------------------------------------------------------
 
@@ -475,6 +483,7 @@ class ReviewView(QWidget):
             )
 
     def shutdown(self) -> None:
+        self.judge_bar.shutdown()
         self.left.video.stop()
         self.right.video.stop()
 
