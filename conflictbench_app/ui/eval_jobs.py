@@ -12,7 +12,6 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
 from conflictbench_app.evaluation.jobs import JobProgress, JobResult, judge_job, regret_job
-from conflictbench_app.ui.pickers import fill_agent_box
 from conflictbench_app.ui.workers import SerialWorker
 
 Job = Callable[..., JobResult]
@@ -50,7 +49,7 @@ class JobBar(QFrame):
         self.model_box = QComboBox(self)
         self.model_box.setEditable(True)
         self.model_box.setMinimumWidth(220)
-        fill_agent_box(self.model_box)
+        self._fill_models()
         self.model_box.setToolTip(
             "The judge model, PROFILE:MODEL"
             if self.kind == "judge"
@@ -79,6 +78,16 @@ class JobBar(QFrame):
         row.addWidget(self.status, 1)
         self.start_button.clicked.connect(self.start)
         self.cancel_button.clicked.connect(self.request_cancel)
+
+    def _fill_models(self) -> None:
+        """Offer the models the pickers list (the embedded one, every profile's), never a scripted player."""
+        from conflictbench_app.agents.registry import answers_with_a_model, default_agent, offered_agents
+
+        for spec in offered_agents():
+            if answers_with_a_model(spec):
+                self.model_box.addItem(spec, spec)
+        default = default_agent()
+        self.model_box.setCurrentText(default if answers_with_a_model(default) else "")
 
     def set_model(self, spec: str) -> None:
         self.model_box.setCurrentText(spec)

@@ -174,8 +174,8 @@ class MainWindow(QMainWindow):
         play_menu = self.menuBar().addMenu("&Play")
         self._action(play_menu, "Undo my last turn", self.play_view.undo_turn, "Ctrl+Shift+Z")
         play_menu.addSeparator()
-        play_menu.addAction(self.play_view.save_action)  # Ctrl+S / Ctrl+O while Play is shown
-        play_menu.addAction(self.play_view.restore_action)
+        play_menu.addAction(self.play_view.positions.save_action)  # Ctrl+S / Ctrl+O while Play is shown
+        play_menu.addAction(self.play_view.positions.restore_action)
         help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "Keyboard shortcuts", self.show_shortcuts, "F1")
         self._action(help_menu, "Content note", lambda: ContentNote(self).exec())

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QHideEvent, QKeySequence, QShowEvent
+from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -29,16 +28,16 @@ from PySide6.QtWidgets import (
 
 from conflictbench_app.records import EpisodeRecord, StepRecord
 from conflictbench_app.scenarios.model import Scenario
-from conflictbench_app.settings import turn_cap, user_data_dir
+from conflictbench_app.settings import turn_cap
 from conflictbench_app.ui.console import Console, outcome_words
 from conflictbench_app.ui.live import LiveSession, Opened, SessionOptions
 from conflictbench_app.ui.pickers import fill_agent_box
+from conflictbench_app.ui.position_actions import PositionActions
 from conflictbench_app.ui.state_panel import StatePanel, TurnList
 from conflictbench_app.ui.theme import BAD, CATEGORY_COLORS, GOOD, chip_style
 from conflictbench_app.ui.video import ClipFrames, VideoPane, clip_frames
 
 HUMAN = "human"
-POSITION_FILTER = "Saved positions (*.cbpos)"
 
 
 def chip(text: str, color: str, parent: QWidget) -> QLabel:
@@ -151,7 +150,7 @@ class PlayView(QWidget):
         self.max_turns: int | None = None  # None: the chosen setting's cap (settings.turn_cap)
         self._shown: tuple[str, int] | None = None  # (episode, step index) the console already shows
         self._build()
-        self._position_actions()
+        self.positions = PositionActions(self)  # Save / Restore position (Ctrl+S, Ctrl+O)
         self._connect()
         self._refresh_controls()
 
@@ -185,32 +184,13 @@ class PlayView(QWidget):
         self.split, self.right_split = split, right  # the window remembers their sizes
         layout.addWidget(split, 1)
 
-    def _position_actions(self) -> None:
-        """Save / restore a position, as an interpreter's SAVE and RESTORE (Ctrl+S, Ctrl+O while Play is shown;
-        the window's Play menu holds the same actions)."""
-        self.save_action = QAction("Save position…", self)
-        self.save_action.setShortcut(QKeySequence("Ctrl+S"))
-        self.save_action.setToolTip("Save where the story stands now (the story's own save) to a file")
-        self.save_action.triggered.connect(lambda _checked=False: self.save_position())
-        self.restore_action = QAction("Restore position…", self)
-        self.restore_action.setShortcut(QKeySequence("Ctrl+O"))
-        self.restore_action.setToolTip(
-            "Go on from a saved position, in a new branch of the episode it came from"
-        )
-        self.restore_action.triggered.connect(lambda _checked=False: self.restore_position())
-        for action in (self.save_action, self.restore_action):
-            action.setEnabled(False)  # on while Play is shown (see showEvent): Review's Ctrl+S saves a label
-            self.addAction(action)
-
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
-        for action in (self.save_action, self.restore_action):
-            action.setEnabled(True)
+        self.positions.set_enabled(True)
 
     def hideEvent(self, event: QHideEvent) -> None:
         super().hideEvent(event)
-        for action in (self.save_action, self.restore_action):
-            action.setEnabled(False)
+        self.positions.set_enabled(False)
 
     def _header(self) -> QFrame:
         card = QFrame(self)
@@ -332,7 +312,6 @@ class PlayView(QWidget):
         self.live.renderProgress.connect(self.video.show_progress)
         self.live.ended.connect(self._on_ended)
         self.live.error.connect(self.show_error)
-        self.live.positionSaved.connect(self._on_position_saved)
         self.live.busyChanged.connect(lambda _b: self._refresh_controls())
         self.driver.changed.connect(self._refresh_controls)
         self._set_speed(self.speed.value())
@@ -462,46 +441,6 @@ class PlayView(QWidget):
         self.console.show_status(f"Undoing turn {steps[-1].idx + 1}…")
         self.driver.take_over()
         self.live.fork(len(steps) - 1)
-
-    def save_position(self, path: str | Path | None = None) -> None:
-        """Save the position of the episode in progress (asks where when ``path`` is None)."""
-        if not self.active or self.live.done or self.live.record is None:
-            self.console.show_status(
-                "Nothing to save: start an episode (or fork a turn of a finished one) first."
-            )
-            return
-        if path is None:
-            suggested = (
-                user_data_dir() / "positions" / f"{self.live.record.scenario_id}-turn{len(self.live.steps)}"
-            )
-            suggested.parent.mkdir(parents=True, exist_ok=True)
-            path, _ = QFileDialog.getSaveFileName(self, "Save the position", str(suggested), POSITION_FILTER)
-            if not path:
-                return
-        self.console.show_status("Saving the position…")
-        self.live.save_position(path)
-
-    def restore_position(self, path: str | Path | None = None) -> None:
-        """Go on from a saved position (asks which when ``path`` is None) in a new branch; you play next."""
-        if self.scenario is None:
-            self.show_error("Choose the scenario of the saved position in the Library first.")
-            return
-        if path is None:
-            folder = user_data_dir() / "positions"
-            path, _ = QFileDialog.getOpenFileName(self, "Restore a position", str(folder), POSITION_FILTER)
-            if not path:
-                return
-        if not self.confirm_leave("Restoring a saved position"):
-            return
-        self.driver.take_over()  # the player who restores plays the next turn
-        self.console.show_status("Restoring the position…")
-        self.live.restore_position(path, self.scenario)
-
-    def _on_position_saved(self, saved: Any) -> None:
-        position, path = saved
-        self.console.show_status(
-            f"Position after turn {position.at_step} saved to {path}. Ctrl+O goes back to it."
-        )
 
     def hand_over(self) -> None:
         spec = self.player_spec()

@@ -162,10 +162,13 @@ class RegretView(QWidget):
             self._on_run_chosen()
 
     def _on_run_chosen(self) -> None:
-        """The model under test starts as the run's own agent (as `conflictbench regret` does)."""
-        agent = self.run_box.currentData(Qt.ItemDataRole.UserRole + 1)
-        if agent and not self.job_bar.busy:
-            self.job_bar.set_model(str(agent))
+        """The model under test starts as the run's own agent (as `conflictbench regret` does) when a model
+        played it; a scripted player's run asks for a model."""
+        from conflictbench_app.agents.registry import answers_with_a_model
+
+        agent = str(self.run_box.currentData(Qt.ItemDataRole.UserRole + 1) or "")
+        if agent and answers_with_a_model(agent) and not self.job_bar.busy:
+            self.job_bar.set_model(agent)
 
     def show_test(self, row: int) -> None:
         self._clear()

@@ -124,7 +124,8 @@ def test_regret_test_from_the_regret_view(qtbot, db_path: Path, own_library, fak
     view.refresh()
     assert view.empty.isVisible() and REGRET_COMMAND in view.empty.text()
     assert view.run_box.currentData() == run_id
-    assert view.job_bar.model_box.currentText() == "walkthrough:aligned"  # the run's own agent first
+    models = [view.job_bar.model_box.itemText(i) for i in range(view.job_bar.model_box.count())]
+    assert "fake:agent" in models and not any(m.startswith(("random", "walkthrough")) for m in models)
     view.job_bar.set_model("fake:agent")
     with qtbot.waitSignal(view.job_bar.finished, timeout=60_000) as done:
         view.job_bar.start_button.click()
@@ -134,6 +135,15 @@ def test_regret_test_from_the_regret_view(qtbot, db_path: Path, own_library, fak
     assert view.list.count() == 1 and "persisted" in view.list.item(0).text()  # stored and shown
     assert not view.empty.isVisible()
     view.shutdown()
+
+
+def test_only_models_are_offered_to_judge_or_test() -> None:
+    from conflictbench_app.agents.registry import answers_with_a_model
+
+    assert answers_with_a_model("openai:gpt-4o") and answers_with_a_model("local:smollm2-135m")
+    assert not any(
+        map(answers_with_a_model, ("random:1", "walkthrough:aligned", "human:ann", "commands:a;b", "x"))
+    )
 
 
 def test_the_regret_empty_state_command_runs_as_written(db_path: Path, own_library, fake_models) -> None:  # type: ignore[no-untyped-def]

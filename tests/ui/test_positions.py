@@ -87,7 +87,7 @@ def test_ctrl_s_saves_and_ctrl_o_restores_in_a_marked_branch(  # type: ignore[no
 
 def test_saving_needs_an_episode_in_progress(view: PlayView, scenario) -> None:  # type: ignore[no-untyped-def]
     view.set_scenario(scenario)
-    view.save_position("/nonexistent/never-written")
+    view.positions.save("/nonexistent/never-written")
     assert view.console.status.text().startswith("Nothing to save")
 
 
