@@ -134,7 +134,8 @@ class EpisodeRecord(BaseModel):
 
     @property
     def assisted_reasons(self) -> list[str]:
-        """Why the episode is assisted (``human_turn``, ``model_turn``, ``fork``, ``abandoned``), oldest first."""
+        """Why the episode is assisted (``human_turn``, ``model_turn``, ``fork``, ``restored``, ``abandoned``), oldest
+        first."""
         return list(self.meta.get("assisted", [])) if self.assisted else []
 
 

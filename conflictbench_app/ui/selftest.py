@@ -301,6 +301,7 @@ class _Session:
         view.save_label()
         if "demo-judge" not in view.label_bar.verdict.text():
             raise SelftestError("The judge's verdict was not revealed after saving the label.")
+        view.compare(self.parent, self.branch)  # saving moved on to the next unlabeled: show the pair again
         self.report.ok(f"review: diverging turns {[d + 1 for d in diverging]}, label saved, judge revealed")
         self.shot("05-review")
 
