@@ -46,8 +46,9 @@ def pacifaist_seed(csv_path: Path, seed_id: str) -> Seed:
     return Seed(item.scenario_id, item.subcategory, f"pacifaist:{item.scenario_id}", "\n".join(lines))
 
 
-def paper_seed(source: Path, env_id: str) -> Seed:
-    """The paper's environment ``env_id`` under ``source``, with the design problems verify finds in its story."""
+def paper_seed(source: Path, env_id: str, *, max_states: int = PAPER_MAX_STATES) -> Seed:
+    """The paper's environment ``env_id`` under ``source``, with the design problems verify finds in its story
+    (exploring at most ``max_states`` states: a cut exploration is named among the problems)."""
     from conflictbench_app.authoring.verify import verify_scenario
     from conflictbench_app.scenarios.paper import load_paper_tree
     from conflictbench_app.settings import get_settings
@@ -57,7 +58,7 @@ def paper_seed(source: Path, env_id: str) -> Seed:
     if scenario is None:
         known = ", ".join(sorted(s.id for s in scenarios)[:8])
         raise ScenarioError(f"No paper environment {env_id!r} under {source} (found: {known or 'none'}).")
-    report = verify_scenario(scenario, max_states=PAPER_MAX_STATES)
+    report = verify_scenario(scenario, max_states=max_states)
     problems = tuple(report.problems) or ("(verify found no design problem)",)
     lines = [
         f"The paper's environment {scenario.id} ({scenario.category.value}), to be rewritten as a spec of ours.",

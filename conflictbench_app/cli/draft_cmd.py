@@ -39,6 +39,12 @@ def default_dataset() -> Path | None:
     help="With --from-paper: the paper's results tree (folders with env.json and .ulx).",
 )
 @click.option(
+    "--max-states",
+    type=click.IntRange(10),
+    default=None,
+    help="With --from-paper: states explored to name the paper story's design problems (default 400).",
+)
+@click.option(
     "--agent", required=True, help="The model that writes the spec, as PROFILE:MODEL (openai:gpt-5)."
 )
 @click.option(
@@ -79,6 +85,7 @@ def draft(
     example_id: str | None,
     base_url: str | None,
     pacifaist: Path | None,
+    max_states: int | None,
 ) -> None:
     """Draft a new scenario with a model: ask, check, build, verify, send the problems back (up to --tries).
 
@@ -92,7 +99,7 @@ def draft(
 
     if base_url:
         check_base_url(base_url)
-    seed = _seed(seed_id, paper_id, source, pacifaist)
+    seed = _seed(seed_id, paper_id, source, pacifaist, max_states)
     settings = get_settings()
     out = out or settings.scenarios_dir
     job = DraftJob(
@@ -104,7 +111,7 @@ def draft(
         tries=tries,
         keep_dir=settings.cache_dir / "drafts",
     )
-    _check_job(job, from_paper=paper_id is not None)
+    _check_job(job)
     click.echo(estimate_draft(job, split_spec(agent)[1]).describe(agent), err=True)
     client = get_chat_client(agent, base_url=base_url, timeout=300.0)
     click.echo(f"drafting {job.spec_id} from {seed.source} with {agent} (example {job.example.parent.name})")
@@ -112,15 +119,21 @@ def draft(
     _print_result(result)
 
 
-def _seed(seed_id: str | None, paper_id: str | None, source: Path | None, dataset: Path | None) -> Seed:
-    from conflictbench_app.authoring.draft_seed import pacifaist_seed, paper_seed
+def _seed(
+    seed_id: str | None,
+    paper_id: str | None,
+    source: Path | None,
+    dataset: Path | None,
+    max_states: int | None,
+) -> Seed:
+    from conflictbench_app.authoring.draft_seed import PAPER_MAX_STATES, pacifaist_seed, paper_seed
 
     if (seed_id is None) == (paper_id is None):
         raise click.UsageError("Give either --seed PACIFAIST_ID or --from-paper ID (with --source DIR).")
     if paper_id is not None:
         if source is None:
             raise click.UsageError("--from-paper needs --source, the paper's results tree.")
-        return paper_seed(source, paper_id)
+        return paper_seed(source, paper_id, max_states=max_states or PAPER_MAX_STATES)
     dataset = dataset or default_dataset()
     if dataset is None:
         raise click.UsageError(
@@ -142,13 +155,13 @@ def _example(example_id: str | None, category: str, roots: list[Path]) -> Path:
     )
 
 
-def _check_job(job: DraftJob, *, from_paper: bool) -> None:
+def _check_job(job: DraftJob) -> None:
     from conflictbench_app.authoring.draft import seed_used_by
 
     if not job.spec_id.startswith(f"{job.seed.category}-"):
         raise click.UsageError(f"--id {job.spec_id} is not an {job.seed.category} id, the seed's category.")
     taken = seed_used_by(job.out, job.seed.id)
-    if taken and not from_paper:
+    if taken:
         raise click.UsageError(
             f"The seed {job.seed.id} is already taken by {taken}; every seed is used once."
         )

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from conflictbench_app.agents.fake_server import FakeLLMServer
 from conflictbench_app.authoring.draft import spec_text_of
+from conflictbench_app.authoring.project import staleness
 from conflictbench_app.authoring.spec import load_spec
 from conflictbench_app.cli import cli
 from conflictbench_app.errors import ScenarioError
@@ -85,6 +86,8 @@ def test_the_named_design_problem_goes_back_and_the_repair_verifies(
     spec = load_spec(out / DRAFT_ID / "scenario.yaml")
     assert spec.status == "draft" and spec.seed == SEED
     assert (out / DRAFT_ID / "story.ulx").is_file()
+    reviewed = spec.model_copy(update={"status": "reviewed"})
+    assert staleness(reviewed, out / DRAFT_ID) == ""  # reviewing a draft needs no rebuild
     record = DraftRecord.model_validate_json((out / DRAFT_ID / "draft.json").read_text(encoding="utf-8"))
     assert record.verified and [t.stage for t in record.tries] == ["verify", "ok"]
     assert record.prompt_sha == load_prompt("scenario_draft").sha and record.seed == f"pacifaist:{SEED}"
@@ -158,17 +161,59 @@ def test_the_spec_is_read_from_a_fence_or_a_bare_reply() -> None:
         spec_text_of("")
 
 
-def test_drafts_are_listed_but_never_run(dataset: Path, tmp_path: Path) -> None:
+def test_drafts_are_listed_but_never_run(tmp_path: Path) -> None:
     from conflictbench_app.errors import ConflictBenchError
-    from conflictbench_app.runner import refuse_drafts
-    from conflictbench_app.scenarios.library import load_library
+    from conflictbench_app.runner import Runner, refuse_drafts
+    from conflictbench_app.runs import RunConfig
+    from conflictbench_app.authoring.project import load_project_scenario
+    from conflictbench_app.scenarios.library import Library
 
-    library = load_library(Path(__file__).resolve().parents[2] / "scenarios")
-    some = library.scenarios[0]
-    draft = some.model_copy(update={"status": "draft"})
-    library.scenarios = [draft, *library.scenarios[1:]]
+    root = EXAMPLE.parents[1]
+    loaded = [load_project_scenario(root / i) for i in ("EP1-101", "EP1-102", "EP2-101")]
+    draft = loaded[0].model_copy(update={"status": "draft"})
+    library = Library(root, "project", [draft, *loaded[1:]])
     assert draft.id not in [s.id for s in library.select("all")]
     assert draft.id not in [s.id for s in library.select(draft.category.value)]
     with pytest.raises(ConflictBenchError, match="set `status: reviewed`"):
         refuse_drafts(library.select(draft.id))
+    db = tmp_path / "runs.db"
+    with pytest.raises(ConflictBenchError, match=f"{draft.id} is a draft, never part of a benchmark run"):
+        Runner(db).start(RunConfig(agent="random"), [draft, *library.scenarios[1:3]])
+    assert not db.exists()  # refused before anything was recorded
     assert json.loads(json.dumps(draft.summary()))["status"] == "draft"
+
+
+def test_from_paper_sends_the_paper_story_s_design_problems(
+    inform7, paper_root: Path, tmp_path: Path
+) -> None:
+    """The paper's EP1-001 loses in one action (`protect core`): the model is told so, and its spec must verify."""
+    fixed = _fixed().replace(f"seed: {SEED}", "seed: EP1-001")
+    args = [
+        "scenarios",
+        "draft",
+        "--from-paper",
+        "EP1-001",
+        "--source",
+        str(paper_root),
+        "--max-states",
+        "30",
+    ]
+    args += ["--agent", "compat:fake", "--id", DRAFT_ID, "--out", str(tmp_path / "scenarios")]
+    with FakeLLMServer([_reply(fixed)]) as server:
+        args += ["--base-url", server.base_url]
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        user = str(server.chat_requests()[0].messages[1]["content"])
+    assert result.exit_code == 0, result.output
+    assert "The paper's environment EP1-001" in user
+    assert "the harmful ending 'ai_live' takes a single action: ['protect core']" in user
+    record = json.loads((tmp_path / "scenarios" / DRAFT_ID / "draft.json").read_text(encoding="utf-8"))
+    assert record["seed"] == "paper:EP1-001" and record["verified"]
+
+
+def test_draft_needs_exactly_one_seed(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["scenarios", "draft", "--agent", "compat:fake"])
+    assert result.exit_code == 2 and "Give either --seed PACIFAIST_ID or --from-paper ID" in result.output
+    result = CliRunner().invoke(
+        cli, ["scenarios", "draft", "--agent", "compat:fake", "--from-paper", "EP1-001"]
+    )
+    assert result.exit_code == 2 and "--from-paper needs --source" in result.output
