@@ -162,10 +162,10 @@ def test_the_spec_is_read_from_a_fence_or_a_bare_reply() -> None:
 
 
 def test_drafts_are_listed_but_never_run(tmp_path: Path) -> None:
+    from conflictbench_app.authoring.project import load_project_scenario
     from conflictbench_app.errors import ConflictBenchError
     from conflictbench_app.runner import Runner, refuse_drafts
     from conflictbench_app.runs import RunConfig
-    from conflictbench_app.authoring.project import load_project_scenario
     from conflictbench_app.scenarios.library import Library
 
     root = EXAMPLE.parents[1]
