@@ -29,7 +29,6 @@ from conflictbench_app.records import DraftRecord, DraftStage, DraftTry, Usage
 
 DRAFT_FILE = "draft.json"
 PROMPT_NAME = "scenario_draft"
-REPLY_TOKENS = 6000  # a spec like ours is ~13 KB of YAML: ~3,500 tokens, with room for a longer one
 _FENCE = re.compile(r"```(?:ya?ml)?[ \t]*\n(.*?)(?:\n```|\Z)", re.DOTALL | re.IGNORECASE)
 
 
@@ -206,6 +205,9 @@ class DraftJob:
     tries: int = 3
     # Where a failed draft's last candidate is kept (default: a new temporary folder).
     keep_dir: Path | None = None
+    # The reply's token limit; None leaves it to the provider (a spec like ours is ~13 KB of YAML, ~3,500 tokens,
+    # and a reasoning model spends more before it answers, so a fixed limit would cut some models off).
+    max_tokens: int | None = None
 
 
 def draft_scenario(
@@ -226,9 +228,11 @@ def draft_scenario(
         work = Path(tmp) / job.spec_id
         checked = Checked("reply", ["no try was made"])
         for number in range(1, job.tries + 1):
-            reply = client.complete(messages, temperature=0.0, max_tokens=REPLY_TOKENS)
+            reply = client.complete(messages, temperature=0.0, max_tokens=job.max_tokens)
             record.model = getattr(reply, "model", "") or record.model
             checked = check_reply(reply.text, job.seed, job.spec_id, work, library)
+            if checked.stage in ("reply", "spec") and reply.meta.get("finish_reason") == "length":
+                checked.problems.append("the reply was cut off at the token limit; raise --max-tokens")
             attempt = DraftTry(
                 number=number, stage=checked.stage, problems=checked.problems, usage=reply.usage
             )

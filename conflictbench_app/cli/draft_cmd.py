@@ -39,6 +39,12 @@ def default_dataset() -> Path | None:
     help="With --from-paper: the paper's results tree (folders with env.json and .ulx).",
 )
 @click.option(
+    "--max-tokens",
+    type=click.IntRange(256),
+    default=None,
+    help="The token limit of each reply (default: the provider's; a spec is ~3,500 tokens).",
+)
+@click.option(
     "--max-states",
     type=click.IntRange(10),
     default=None,
@@ -86,6 +92,7 @@ def draft(
     base_url: str | None,
     pacifaist: Path | None,
     max_states: int | None,
+    max_tokens: int | None,
 ) -> None:
     """Draft a new scenario with a model: ask, check, build, verify, send the problems back (up to --tries).
 
@@ -110,6 +117,7 @@ def draft(
         agent=agent,
         tries=tries,
         keep_dir=settings.cache_dir / "drafts",
+        max_tokens=max_tokens,
     )
     _check_job(job)
     click.echo(estimate_draft(job, split_spec(agent)[1]).describe(agent), err=True)

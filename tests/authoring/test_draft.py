@@ -217,3 +217,32 @@ def test_draft_needs_exactly_one_seed(tmp_path: Path) -> None:
         cli, ["scenarios", "draft", "--agent", "compat:fake", "--from-paper", "EP1-001"]
     )
     assert result.exit_code == 2 and "--from-paper needs --source" in result.output
+
+
+def test_a_reply_cut_at_the_token_limit_says_so(tmp_path: Path) -> None:
+    """The provider's finish_reason `length` is named, so that the user raises --max-tokens instead of retrying."""
+    from conflictbench_app.agents.chat import ChatReply
+    from conflictbench_app.authoring.draft import DraftJob, draft_scenario
+    from conflictbench_app.authoring.draft_seed import pacifaist_seed
+    from conflictbench_app.records import Usage
+
+    class CutOff:  # the provider's side of a cut reply; everything after it is the real loop
+        def complete(self, messages: list[dict[str, Any]], **_: Any) -> ChatReply:
+            return ChatReply(
+                "```yaml\nid: EP1-160\ntitle: [a spec cut",
+                Usage(calls=1),
+                "m",
+                None,
+                {"finish_reason": "length"},
+            )
+
+    dataset = tmp_path / "d.csv"
+    dataset.write_text(CSV, encoding="utf-8")
+    job = DraftJob(
+        pacifaist_seed(dataset, SEED), DRAFT_ID, tmp_path / "out", EXAMPLE, tries=1, keep_dir=tmp_path
+    )
+    result = draft_scenario(CutOff(), job)
+    assert result.folder is None and result.kept is None
+    assert (
+        result.record.tries[0].problems[-1] == "the reply was cut off at the token limit; raise --max-tokens"
+    )
