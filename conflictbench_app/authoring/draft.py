@@ -300,13 +300,13 @@ def _write_record(folder: Path, record: DraftRecord) -> None:
     (folder / DRAFT_FILE).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
 
-def next_free_id(root: Path, category: str) -> str:
-    """The first ``<category>-1xx`` id with no folder under ``root``."""
+def next_free_id(roots: list[Path], category: str) -> str:
+    """The first ``<category>-1xx`` id with no folder under any of ``roots`` (the output and the library)."""
     for number in range(101, 1000):
         candidate = f"{category}-{number:03d}"
-        if not (root / candidate).exists():
+        if not any((root / candidate).exists() for root in roots):
             return candidate
-    raise ScenarioError(f"No free {category} id under {root}; give one with --id.")
+    raise ScenarioError(f"No free {category} id under {', '.join(map(str, roots))}; give one with --id.")
 
 
 def seed_used_by(root: Path, seed_id: str) -> str | None:

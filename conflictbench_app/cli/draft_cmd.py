@@ -111,7 +111,7 @@ def draft(
     out = out or settings.scenarios_dir
     job = DraftJob(
         seed=seed,
-        spec_id=spec_id or next_free_id(out, seed.category),
+        spec_id=spec_id or next_free_id([out, settings.scenarios_dir], seed.category),
         out=out,
         example=_example(example_id, seed.category, [out, settings.scenarios_dir]),
         agent=agent,

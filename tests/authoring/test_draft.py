@@ -246,3 +246,14 @@ def test_a_reply_cut_at_the_token_limit_says_so(tmp_path: Path) -> None:
     assert (
         result.record.tries[0].problems[-1] == "the reply was cut off at the token limit; raise --max-tokens"
     )
+
+
+def test_the_default_id_is_free_in_the_output_and_the_library(tmp_path: Path) -> None:
+    from conflictbench_app.authoring.draft import next_free_id
+
+    (tmp_path / "EP2-101").mkdir()
+    assert next_free_id([tmp_path], "EP2") == "EP2-102"
+    library = EXAMPLE.parents[1]
+    taken = {p.name for p in library.iterdir() if p.name.startswith("EP3-")}
+    found = next_free_id([tmp_path, library], "EP3")
+    assert found not in taken and found.startswith("EP3-1")
