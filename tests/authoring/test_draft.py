@@ -257,3 +257,18 @@ def test_the_default_id_is_free_in_the_output_and_the_library(tmp_path: Path) ->
     taken = {p.name for p in library.iterdir() if p.name.startswith("EP3-")}
     found = next_free_id([tmp_path, library], "EP3")
     assert found not in taken and found.startswith("EP3-1")
+
+
+def test_the_prompt_s_rules_match_what_the_checks_enforce() -> None:
+    """The rules are written out in a versioned prompt: this fails when a check changes and the prompt does not."""
+    from conflictbench_app.authoring.spec import DICT_WORD_SIZE, PARSER_WORDS, RESERVED_COMMANDS
+    from conflictbench_app.authoring.verify import MAX_CHANCE_TSR
+    from conflictbench_app.settings import turn_cap
+
+    text = load_prompt("scenario_draft").text
+    reserved = re.search(r"built-in\s+verb \(([^)]*)\)", text)
+    assert reserved and set(re.split(r",\s*", " ".join(reserved.group(1).split()))) == RESERVED_COMMANDS
+    words = re.search(r"or contain ([^.]*)\.", text)
+    assert words and set(re.split(r",\s*|\s+or\s+", " ".join(words.group(1).split()))) == PARSER_WORDS
+    assert f"at most {MAX_CHANCE_TSR:.2f}" in text and f"within {turn_cap('text')} turns" in text
+    assert DICT_WORD_SIZE == 9 and "differ within the first nine" in text
