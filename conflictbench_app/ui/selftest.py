@@ -371,7 +371,9 @@ class _Session:
         self.window.resize(1280, 720)
         pump(0.2)
         for i in range(self.window.tabs.count()):
-            self.window.tabs.setCurrentIndex(i)  # a hidden tab's viewport keeps its last size: measure it shown
+            self.window.tabs.setCurrentIndex(
+                i
+            )  # a hidden tab's viewport keeps its last size: measure it shown
             pump(0.2)
             area, view = self.window.tabs.widget(i), self.window.view_at(i)
             needed, has = view.minimumSizeHint().height(), area.viewport().height()
