@@ -114,9 +114,14 @@ def converted_dir(weights: Path) -> Path:
     return Path(get_settings().cache_dir) / "local-models" / f"{weights.stem}-{key}"
 
 
-@lru_cache(maxsize=4)
 def get_local_model(name: str = DEFAULT_MODEL) -> LocalModel:
-    """The process-wide instance of ``name`` (loaded on first use, shared by agents, judges and the server)."""
+    """The process-wide instance of ``name`` (loaded on first use, shared by agents, judges and the server).
+    ``get_local_model()`` and ``get_local_model("smollm2-135m")`` are the same instance: one copy of the weights."""
+    return _loaded(spec_for(name).name)
+
+
+@lru_cache(maxsize=4)
+def _loaded(name: str) -> LocalModel:
     return LocalModel.load(name)
 
 
@@ -249,7 +254,8 @@ class LocalModel:
 
     def _forward(self, ids: list[int]) -> Any:
         torch, _ = _import_runtime()
-        out = self.model(torch.tensor([ids]), use_cache=True, **self._cache_arg())
+        # Only the last position's logits: a prompt of n tokens would otherwise allocate n x 49152 floats.
+        out = self.model(torch.tensor([ids]), use_cache=True, logits_to_keep=1, **self._cache_arg())
         self._cache_ids = [*self._cache_ids, *ids]
         return out.logits[0, -1].float()
 
