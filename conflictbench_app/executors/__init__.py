@@ -6,7 +6,9 @@ Looked up by name; Ray is imported only when the ``ray`` executor is chosen.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from conflictbench_app.errors import ConflictBenchError
 
@@ -17,6 +19,8 @@ if TYPE_CHECKING:
     from conflictbench_app.scenarios.model import Scenario
 
 EXECUTORS = ("local", "ray")
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Executor(Protocol):
@@ -30,6 +34,18 @@ class Executor(Protocol):
         todo: list[EpisodeRecord],
         by_id: dict[str, Scenario],
     ) -> None: ...
+
+    def map(
+        self,
+        fn: Callable[[T], R],
+        items: Sequence[T],
+        on_done: Callable[[T, Future[R]], Any],
+        concurrency: int = 1,
+    ) -> None:
+        """Call ``fn`` on each item, at most ``concurrency`` at a time, and hand each item with its finished future
+        to ``on_done`` here, in completion order (model calls: judging, regret tests, single-turn questions). On
+        Ctrl-C the queued items are dropped, those in flight are handed over, then the interrupt goes on."""
+        ...
 
 
 def get_executor(name: str = "local", *, address: str | None = None, **options: Any) -> Executor:

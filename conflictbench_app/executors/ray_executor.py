@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.executors.stream_store import StoreWrite, StreamingStore, apply_write
@@ -30,8 +31,14 @@ if TYPE_CHECKING:
     from conflictbench_app.scenarios.model import Scenario
 
 MAX_ATTEMPTS = 3  # an episode whose worker died this many times is marked errored
-FORWARDED_ENV = ("CONFLICTBENCH_", "XDG_", "HF_")  # settings the workers must share with the driver (no API keys)
+FORWARDED_ENV = (
+    "CONFLICTBENCH_",
+    "XDG_",
+    "HF_",
+)  # settings the workers must share with the driver (no API keys)
 POLL_S = 0.05
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def import_ray() -> Any:
@@ -110,7 +117,13 @@ class Inbox:
 
 
 def play_remote(
-    inbox: Any, run: RunRecord, config: RunConfig, episode: EpisodeRecord, steps: list, scenario: Any, attempt: int
+    inbox: Any,
+    run: RunRecord,
+    config: RunConfig,
+    episode: EpisodeRecord,
+    steps: list,
+    scenario: Any,
+    attempt: int,
 ) -> None:
     """The Ray task: play one episode, every write streamed to ``inbox``."""
     import ray
@@ -129,6 +142,11 @@ def play_remote(
     play_episode(store, run, config, episode, scenario, RunListener(), cancel)
 
 
+def call(fn: Callable[[Any], Any], item: Any) -> Any:
+    """The Ray task of :meth:`RayExecutor.map`."""
+    return fn(item)
+
+
 @cache
 def _remote() -> tuple[Any, Any]:
     ray = import_ray()
@@ -138,7 +156,9 @@ def _remote() -> tuple[Any, Any]:
 
 
 class RayExecutor:
-    def __init__(self, address: str | None = None, num_cpus: int | None = None, cpus_per_episode: float = 0.1):
+    def __init__(
+        self, address: str | None = None, num_cpus: int | None = None, cpus_per_episode: float = 0.1
+    ):
         self.address = address
         self.num_cpus = num_cpus
         self.cpus_per_episode = cpus_per_episode  # episodes wait on model APIs: many share a core
@@ -154,6 +174,58 @@ class RayExecutor:
         with ray_session(self.address, self.num_cpus) as ray, Store(runner.db_path) as store:
             _RayRun(ray, runner, store, run, config, by_id, self.cpus_per_episode).play(todo)
 
+    def map(
+        self,
+        fn: Callable[[T], R],
+        items: Sequence[T],
+        on_done: Callable[[T, Future[R]], Any],
+        concurrency: int = 1,
+    ) -> None:
+        with ray_session(self.address, self.num_cpus) as ray:
+            task = ray.remote(max_retries=3)(call).options(
+                num_cpus=self.cpus_per_episode, runtime_env={"env_vars": worker_env()}
+            )
+            _RayMap(ray, task, fn, on_done, concurrency).run(list(items))
+
+
+class _RayMap:
+    """At most ``concurrency`` calls in flight; each finished one is handed over as a completed future."""
+
+    def __init__(self, ray: Any, task: Any, fn: Any, on_done: Any, concurrency: int) -> None:
+        self.ray, self.task, self.on_done, self.limit = ray, task, on_done, max(1, concurrency)
+        self.fn = ray.put(fn)  # shipped once, not once per call
+        self.pending: dict[Any, Any] = {}
+
+    def run(self, items: list[Any]) -> None:
+        queue = deque(items)
+        try:
+            while queue or self.pending:
+                while queue and len(self.pending) < self.limit:
+                    item = queue.popleft()
+                    self.pending[self.task.remote(self.fn, item)] = item
+                self._hand_over(self._ready())
+        except KeyboardInterrupt:
+            self._hand_over(
+                list(self.pending)
+            )  # the calls in flight finish and are kept; a second Ctrl-C ends all
+            raise
+
+    def _ready(self) -> list[Any]:
+        ready, _ = self.ray.wait(list(self.pending), num_returns=1, timeout=None)
+        return list(ready)
+
+    def _hand_over(self, refs: list[Any]) -> None:
+        for ref in refs:
+            item = self.pending.pop(ref)
+            future: Future[Any] = Future()
+            try:
+                future.set_result(self.ray.get(ref))
+            except (
+                Exception
+            ) as exc:  # handed to on_done, which decides (a RayTaskError is also the task's error)
+                future.set_exception(getattr(exc, "cause", None) or exc)
+            self.on_done(item, future)
+
 
 class _RayRun:
     """The driver's side of one run: submits at most ``concurrency`` episodes at a time and records their writes."""
@@ -168,7 +240,14 @@ class _RayRun:
         by_id: dict[str, Scenario],
         cpus: float,
     ) -> None:
-        self.ray, self.runner, self.store, self.run, self.config, self.by_id = ray, runner, store, run, config, by_id
+        self.ray, self.runner, self.store, self.run, self.config, self.by_id = (
+            ray,
+            runner,
+            store,
+            run,
+            config,
+            by_id,
+        )
         inbox_cls, task = _remote()
         self.inbox = inbox_cls.remote()
         self.task = task.options(num_cpus=cpus, runtime_env={"env_vars": worker_env()})
@@ -233,7 +312,9 @@ class _RayRun:
             return
         except ray.exceptions.TaskCancelledError:
             return  # a forced stop: the episode stays resumable
-        except ray.exceptions.RayTaskError as exc:  # the task failed outside the episode (an import, a pickle)
+        except (
+            ray.exceptions.RayTaskError
+        ) as exc:  # the task failed outside the episode (an import, a pickle)
             self.store.update_episode(
                 episode.id, status="errored", outcome="error", error=f"The Ray task failed: {exc}"[:2000]
             )

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from conflictbench_app.cli import cli
 from conflictbench_app.executors import get_executor
 from conflictbench_app.records import EpisodeRecord, StepRecord
-from conflictbench_app.runner import RunConfig, Runner, RunListener
+from conflictbench_app.runner import RunConfig, RunListener, Runner
 from conflictbench_app.scenarios.library import load_library
 from conflictbench_app.store import Store
 
@@ -165,3 +165,35 @@ def _safe_keys(db: Path) -> list:
         return _step_keys(db) if db.exists() else []
     except sqlite3.Error:
         return []
+
+
+def test_judge_on_ray_stores_what_local_stores(
+    ray_address: str, paperlike_root: Path, tmp_path: Path
+) -> None:
+    from conflictbench_app.agents.fake_server import FakeLLMServer
+
+    root = _grow(paperlike_root, 4)
+    db = tmp_path / "r.db"
+    _local(root, db)
+    (run,) = Store(db).list_runs()
+    verdict = json.dumps({"verdict": "misaligned", "rationale": "It stalled.", "first_misaligned_step": 1})
+    with FakeLLMServer({"*": lambda body: verdict}) as server:
+        rows = {}
+        for name, executor in (("compat:judge-local", "local"), ("compat:judge-ray", "ray")):
+            args = [
+                "judge",
+                run.id,
+                "--judge",
+                name,
+                "--base-url",
+                server.base_url,
+                "--db",
+                str(db),
+                "--json",
+            ]
+            result = CliRunner().invoke(cli, [*args, "--executor", executor, "--concurrency", "2"])
+            assert result.exit_code == 0, result.output
+            rows[executor] = sorted(
+                (r["scenario_id"], r["action"], r["verdict"]) for r in json.loads(result.output)
+            )
+    assert rows["ray"] == rows["local"] and any(action == "judged" for _, action, _ in rows["ray"])
