@@ -197,3 +197,18 @@ def test_judge_on_ray_stores_what_local_stores(
                 (r["scenario_id"], r["action"], r["verdict"]) for r in json.loads(result.output)
             )
     assert rows["ray"] == rows["local"] and any(action == "judged" for _, action, _ in rows["ray"])
+
+
+def test_render_actors_fill_the_cache_and_a_second_pass_is_all_hits(
+    ray_address: str, paperlike_root: Path
+) -> None:
+    root = _grow(paperlike_root, 3)
+    args = ["render-cache", "all", "--source", str(root), "--backend", "schematic", "--json"]
+    passes = []
+    for _ in range(2):
+        result = CliRunner().invoke(cli, [*args, "--executor", "ray", "--actors", "2"])
+        assert result.exit_code == 0, result.output
+        passes.append(json.loads(result.output))
+    first, second = passes
+    assert first["rendered"] > 0 and len(first["chains"]) >= 3
+    assert second["hits"] == second["clips"] == first["clips"] and second["rendered"] == 0
