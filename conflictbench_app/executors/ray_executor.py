@@ -163,6 +163,11 @@ class RayExecutor:
         self.num_cpus = num_cpus
         self.cpus_per_episode = cpus_per_episode  # episodes wait on model APIs: many share a core
 
+    def _cpus(self, concurrency: int) -> int:
+        """Logical CPUs of an instance started here: enough for ``concurrency`` waiting tasks to keep warm workers
+        (Ray stops idle workers beyond its CPU count, and a worker takes seconds to start)."""
+        return self.num_cpus or max(os.cpu_count() or 1, concurrency)
+
     def play(
         self,
         runner: Runner,
@@ -171,7 +176,7 @@ class RayExecutor:
         todo: list[EpisodeRecord],
         by_id: dict[str, Scenario],
     ) -> None:
-        with ray_session(self.address, self.num_cpus) as ray, Store(runner.db_path) as store:
+        with ray_session(self.address, self._cpus(config.concurrency)) as ray, Store(runner.db_path) as store:
             _RayRun(ray, runner, store, run, config, by_id, self.cpus_per_episode).play(todo)
 
     def map(
@@ -181,7 +186,7 @@ class RayExecutor:
         on_done: Callable[[T, Future[R]], Any],
         concurrency: int = 1,
     ) -> None:
-        with ray_session(self.address, self.num_cpus) as ray:
+        with ray_session(self.address, self._cpus(concurrency)) as ray:
             task = ray.remote(max_retries=3)(call).options(
                 num_cpus=self.cpus_per_episode, runtime_env={"env_vars": worker_env()}
             )
