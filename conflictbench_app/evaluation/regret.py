@@ -236,13 +236,7 @@ def regret_run(
     """Regret-test every eligible episode of a run not yet tested with this agent, and store the tests (here: the
     tests themselves may run on ``executor``'s workers)."""
     run = store.get_run(run_id)
-    tested = {(t.episode_id, t.agent) for t in store.regret_tests(run_id=run_id) if t.result != "errored"}
-    todo = [
-        (episode, store.steps(episode.id))
-        for episode in store.episodes(run_id)
-        if eligible(episode, include_assisted=plan.include_assisted)
-        and ((episode.id, plan.agent) not in tested or plan.redo)
-    ]
+    todo = [(episode, store.steps(episode.id)) for episode in regret_todo(store, run_id, plan)]
     protocol = plan.protocol or run_protocol(run.settings)
     out: list[RegretTest] = []
 
@@ -260,6 +254,18 @@ def regret_run(
     workers = 1 if plan.writer is not None else concurrency
     (executor or get_executor("local")).map(test_one, todo, record, workers)
     return out
+
+
+def regret_todo(store: Any, run_id: str, plan: RegretPlan) -> list[EpisodeRecord]:
+    """The episodes of a run that :func:`regret_run` tests: eligible, and not yet tested with the plan's agent
+    (an errored test counts as untested) unless ``plan.redo``."""
+    tested = {(t.episode_id, t.agent) for t in store.regret_tests(run_id=run_id) if t.result != "errored"}
+    return [
+        e
+        for e in store.episodes(run_id)
+        if eligible(e, include_assisted=plan.include_assisted)
+        and (plan.redo or (e.id, plan.agent) not in tested)
+    ]
 
 
 def _test_episode(

@@ -23,6 +23,7 @@ CURRENT: dict[str, tuple[int, str]] = {
     "regret_stages": (2, "json"),
     "regret_writer": (1, "md"),
     "single_turn": (1, "json"),
+    "scenario_draft": (1, "md"),
 }
 
 
