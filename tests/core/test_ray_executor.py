@@ -212,3 +212,30 @@ def test_render_actors_fill_the_cache_and_a_second_pass_is_all_hits(
     first, second = passes
     assert first["rendered"] > 0 and len(first["chains"]) >= 3
     assert second["hits"] == second["clips"] == first["clips"] and second["rendered"] == 0
+
+
+def test_ctrl_c_stops_a_ray_run_resumably(
+    ray_address: str, paperlike_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _grow(paperlike_root, 6)
+    _slow_glulxe(tmp_path, monkeypatch, 0.1)
+    db = tmp_path / "ray.db"
+    args = _run_args(root, db, "--executor", "ray", "--ray-address", ray_address, "--concurrency", "2")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "conflictbench_app", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(_safe_keys(db)) < 4:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "--resume" in err, err
+    with Store(db) as store:
+        (run,) = store.list_runs()
+        assert run.status == "interrupted"
+        assert any(e.status != "finished" for e in store.episodes(run.id))
+    keys = _step_keys(db)
+    assert len(keys) == len(set(keys))
