@@ -11,9 +11,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, as_completed, wait
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class CancelFlag(Protocol):
+    """What a worker polls between steps: a ``threading.Event``, or a remote executor's flag."""
+
+    def is_set(self) -> bool: ...
 
 
 class RunInterrupted(KeyboardInterrupt):

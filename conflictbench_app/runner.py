@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,19 @@ from typing import Any
 from conflictbench_app.agents.base import Agent
 from conflictbench_app.agents.protocol import play_protocol, run_protocol
 from conflictbench_app.agents.registry import get_agent
-from conflictbench_app.cancel import RunInterrupted, collect
+from conflictbench_app.cancel import CancelFlag, RunInterrupted
 from conflictbench_app.errors import ConflictBenchError
+from conflictbench_app.executors import Executor, get_executor
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, scored_episodes
 from conflictbench_app.redact import refuse_credentials
-from conflictbench_app.runs import RunConfig, create_run, new_episode, open_episode, with_protocol
+from conflictbench_app.runs import (
+    RunConfig,
+    create_run,
+    new_episode,
+    open_episode,
+    reset_episode,
+    with_protocol,
+)
 from conflictbench_app.scenarios.model import CATEGORIES, Scenario
 from conflictbench_app.store import Store
 
@@ -38,6 +45,9 @@ class RunListener:
     def step_recorded(self, episode: EpisodeRecord, step: StepRecord) -> None: ...
 
     def episode_finished(self, episode: EpisodeRecord) -> None: ...
+
+    def episode_placed(self, episode: EpisodeRecord, node: str, pid: int) -> None:
+        """A distributed executor started ``episode`` on ``node`` in worker process ``pid`` (local runs: never)."""
 
 
 @dataclass
@@ -94,11 +104,16 @@ def refuse_drafts(scenarios: Sequence[Scenario]) -> None:
 
 class Runner:
     def __init__(
-        self, db_path: Path | str, listener: RunListener | None = None, cancel: threading.Event | None = None
+        self,
+        db_path: Path | str,
+        listener: RunListener | None = None,
+        cancel: threading.Event | None = None,
+        executor: Executor | None = None,
     ) -> None:
         self.db_path = Path(db_path)
         self.listener = listener or RunListener()
         self.cancel = cancel or threading.Event()
+        self.executor = executor or get_executor("local")
 
     def start(self, config: RunConfig, scenarios: Sequence[Scenario]) -> RunResult:
         """Create a run with one pending episode per scenario, then play them."""
@@ -120,10 +135,7 @@ class Runner:
             run = store.get_run(run_id)
             if retry_errored:
                 for ep in store.episodes(run_id, status="errored"):
-                    store.delete_steps_from(ep.id, 0)
-                    store.update_episode(
-                        ep.id, status="pending", error=None, outcome=None, human_favorable=None
-                    )
+                    reset_episode(store, ep.id)
         config = RunConfig.from_stored(run.settings)
         return self._play(run, config, {s.id: s for s in scenarios})
 
@@ -133,13 +145,10 @@ class Runner:
             episodes = store.episodes(run.id)
         todo = [e for e in episodes if e.status in ("pending", "running")]
         self.listener.run_started(run, len(episodes), len(episodes) - len(todo))
-        workers = max(1, min(config.concurrency, len(todo) or 1))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="episode") as pool:
-            futures = [pool.submit(self._play_one, run, config, e, by_id.get(e.scenario_id)) for e in todo]
-            try:
-                collect(futures, Future.result, self.cancel)  # Ctrl-C: workers stop after the step in hand
-            except KeyboardInterrupt:
-                raise self._interrupted(run.id) from None
+        try:
+            self.executor.play(self, run, config, todo, by_id)
+        except KeyboardInterrupt:
+            raise self._interrupted(run.id) from None
         with Store(self.db_path) as store:
             final = store.episodes(run.id)
             cancelled = any(e.status in ("pending", "running") for e in final)
@@ -152,35 +161,43 @@ class Runner:
             store.set_run_status(run_id, "interrupted")
         return RunInterrupted(run_id)
 
-    def _play_one(
+    def play_one(
         self, run: RunRecord, config: RunConfig, episode: EpisodeRecord, scenario: Scenario | None
     ) -> None:
+        """Play one episode in this process (the local executor's job)."""
         if self.cancel.is_set():
             return
         with Store(self.db_path) as store:
             if scenario is None:
-                store.update_episode(
-                    episode.id,
-                    status="errored",
-                    outcome="error",
-                    error=f"Scenario {episode.scenario_id} is not in the selected source.",
-                )
-                self.listener.episode_finished(store.get_episode(episode.id))
+                self.missing_scenario(store, episode)
                 return
             play_episode(store, run, config, episode, scenario, self.listener, self.cancel)
 
+    def missing_scenario(self, store: Store, episode: EpisodeRecord) -> None:
+        """Mark ``episode`` errored: its scenario is not in the selected source."""
+        store.update_episode(
+            episode.id,
+            status="errored",
+            outcome="error",
+            error=f"Scenario {episode.scenario_id} is not in the selected source.",
+        )
+        self.listener.episode_finished(store.get_episode(episode.id))
+
 
 def play_episode(
-    store: Store,
+    store: Any,
     run: RunRecord,
     config: RunConfig,
     episode: EpisodeRecord,
     scenario: Scenario,
     listener: RunListener,
-    cancel: threading.Event,
+    cancel: CancelFlag,
     agent_factory: Callable[[], Agent] | None = None,
 ) -> EpisodeRecord:
-    """Play (or resume) one episode to its end. Errors mark the episode errored; they never end the run."""
+    """Play (or resume) one episode to its end. Errors mark the episode errored; they never end the run.
+
+    ``store`` is the driver's :class:`Store`, or on a remote worker a stand-in that streams its writes back
+    (:class:`~conflictbench_app.executors.stream_store.StreamingStore`)."""
     session = open_episode(store, run, scenario, episode)
     protocol = play_protocol(session.protocol)
     session.step_recorded.connect(lambda step: listener.step_recorded(session.record, step))

@@ -111,8 +111,14 @@ def new_episode(store: Store, run: RunRecord, scenario: Scenario, **fields_: Any
     )
 
 
+def reset_episode(store: Store, episode_id: str) -> None:
+    """Make ``episode_id`` pending again with no steps: it will be played from its start."""
+    store.delete_steps_from(episode_id, 0)
+    store.update_episode(episode_id, status="pending", error=None, outcome=None, human_favorable=None)
+
+
 def open_episode(
-    store: Store,
+    store: Any,
     run: RunRecord,
     scenario: Scenario,
     episode: EpisodeRecord | None = None,

@@ -97,6 +97,11 @@ class ChatClient:
     def __repr__(self) -> str:
         return f"ChatClient({self.profile.name}:{self.model} at {self.profile.base_url})"
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled without its key (a Ray worker looks the key up in its own environment or keyring)."""
+        options = (self.timeout, self.retry, self.stream, self.extra_body, self.reasoning_effort)
+        return _rebuild_client, (self.profile, self.model, *options)
+
     def close(self) -> None:
         """Nothing to release: the connection pool is shared by every client of the process."""
 
@@ -399,6 +404,27 @@ def get_chat_client(
         stream=stream,
         extra_body=extra_body,
         reasoning_effort=str(reasoning_effort) if reasoning_effort else None,
+    )
+
+
+def _rebuild_client(
+    profile: Profile,
+    model: str,
+    timeout: float,
+    retry: RetryPolicy,
+    stream: bool,
+    extra_body: dict[str, Any],
+    reasoning_effort: str | None,
+) -> ChatClient:
+    return ChatClient(
+        profile,
+        model,
+        _api_key(profile),
+        timeout=timeout,
+        retry=retry,
+        stream=stream,
+        extra_body=extra_body,
+        reasoning_effort=reasoning_effort,
     )
 
 

@@ -31,6 +31,23 @@ include_assisted_option = click.option(
 )
 
 
+def executor_options(fn: Any) -> Any:
+    """``--executor local|ray`` and ``--ray-address``: where the work runs (docs/scale.md)."""
+    fn = click.option(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="With --executor ray: the cluster's address (host:port, or auto); default: start Ray here.",
+    )(fn)
+    return click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="local: threads in this process; ray: tasks on a Ray cluster (pip install 'conflictbench[ray]').",
+    )(fn)
+
+
 def db_path(db: Path | None) -> Path:
     return db or get_settings().db
 

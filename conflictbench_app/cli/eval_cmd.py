@@ -13,11 +13,13 @@ from conflictbench_app.cli.common import (
     db_option,
     db_path,
     echo_json,
+    executor_options,
     include_assisted_option,
     json_option,
     source_option,
 )
 from conflictbench_app.errors import ConflictBenchError
+from conflictbench_app.executors import get_executor
 from conflictbench_app.store import Store
 
 base_url_option = click.option(
@@ -59,6 +61,7 @@ def _client(spec: str, base_url: str | None) -> Any:
 @base_url_option
 @include_assisted_option
 @db_option
+@executor_options
 @json_option
 def judge(
     run_id: str,
@@ -71,6 +74,8 @@ def judge(
     base_url: str | None,
     include_assisted: bool,
     db: Path | None,
+    executor: str,
+    ray_address: str | None,
     as_json: bool,
 ) -> None:
     """Judge the alignment of a run's episodes (Alignment Success Rate).
@@ -104,6 +109,7 @@ def judge(
             progress=show,
             include_assisted=include_assisted,
             prompt=prompt,
+            executor=get_executor(executor, address=ray_address),
         )
     rows = [
         {
@@ -318,6 +324,8 @@ def regret_stages(source: Path | None, writer_spec: str, base_url: str | None, a
 @base_url_option
 @include_assisted_option
 @db_option
+@click.option("--concurrency", default=1, show_default=True, help="Calls in parallel.")
+@executor_options
 @json_option
 def regret_test(
     run_id: str,
@@ -329,6 +337,9 @@ def regret_test(
     base_url: str | None,
     include_assisted: bool,
     db: Path | None,
+    concurrency: int,
+    executor: str,
+    ray_address: str | None,
     as_json: bool,
 ) -> None:
     """Regret-test a run: after EP1 episodes that ended well, three escalating pressure stages (the same for every
@@ -351,7 +362,14 @@ def regret_test(
         )
         show = None if as_json else lambda t: click.echo(f"{t.scenario_id:9} {t.result:10} {t.error or ''}")
         with interrupt_note("the tests finished so far are stored", "test the rest"):
-            tests = regret_run(store, run_id, plan, progress=show)
+            tests = regret_run(
+                store,
+                run_id,
+                plan,
+                progress=show,
+                executor=get_executor(executor, address=ray_address),
+                concurrency=concurrency,
+            )
         counted = {e.id for e in scored_episodes(store.episodes(run_id), include_assisted=include_assisted)}
         rates = regret_rates([t for t in store.regret_tests(run_id=run_id) if t.episode_id in counted])
     if as_json:
@@ -395,6 +413,8 @@ def regret_test(
     "--judge-base-url", default=None, help="Endpoint of the judge, when it differs from --base-url."
 )
 @db_option
+@click.option("--concurrency", default=1, show_default=True, help="Calls in parallel.")
+@executor_options
 @json_option
 @click.pass_context
 def single_turn(
@@ -410,6 +430,9 @@ def single_turn(
     base_url: str | None,
     judge_base_url: str | None,
     db: Path | None,
+    concurrency: int,
+    executor: str,
+    ray_address: str | None,
     as_json: bool,
 ) -> None:
     """The single-turn comparison: each scenario's dilemma asked once, multiple choice (options shuffled by a
@@ -439,6 +462,8 @@ def single_turn(
             seed=seed,
             judge=judge_obj,
             progress=show,
+            executor=get_executor(executor, address=ray_address),
+            concurrency=concurrency,
         )
     summary = [{"agent": k[0], "source": k[1], "task_type": k[2], **v} for k, v in summarize(answers).items()]
     if as_json:

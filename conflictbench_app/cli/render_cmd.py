@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from conflictbench_app.cli.common import echo_json, json_option, source_option
+from conflictbench_app.cli.common import echo_json, executor_options, json_option, source_option
 
 backend_option = click.option(
     "--backend",
@@ -235,6 +235,13 @@ def scenario_chains(scenario: Any) -> dict[str, list[str]]:
 )
 @source_option
 @world_model_options
+@executor_options
+@click.option(
+    "--actors",
+    type=int,
+    default=None,
+    help="With --executor ray: render actors (default: one per GPU, or 2).",
+)
 @json_option
 def render_cache(
     scenarios: str,
@@ -247,49 +254,68 @@ def render_cache(
     prompts: str,
     steps: tuple[int, int],
     offload: str,
+    executor: str,
+    ray_address: str | None,
+    actors: int | None,
     as_json: bool,
 ) -> None:
     """Pre-render the clips of SCENARIOS (all, a category like EP1, or ids separated by commas).
 
     Each chain is played through the real game; its base clip and every step clip are rendered, or found in the
-    cache. A progress bar counts chains.
+    cache. A progress bar counts chains. With --executor ray the renders run in actors across a Ray cluster
+    (docs/scale.md), one scenario's chains on one actor, in order.
     """
     from conflictbench_app.scenarios.library import load_library
-    from conflictbench_app.worldmodel.chain import play_chain, split_actions
+    from conflictbench_app.worldmodel.chain import split_actions
 
     selected = load_library(source).select(scenarios)
-    model = build_world_model(backend, wan_model, cache_dir, import_dir, prompts, steps, offload)
+    args = (backend, wan_model, cache_dir, import_dir, prompts, steps, offload)
+    model = build_world_model(*args)  # here too: a bad option fails before any worker starts
     jobs = [
-        (scenario, name, commands)
+        (
+            scenario,
+            list(
+                (
+                    {f"--actions {i + 1}": split_actions(c) for i, c in enumerate(chains)}
+                    if chains
+                    else scenario_chains(scenario)
+                ).items()
+            ),
+        )
         for scenario in selected
-        for name, commands in (
-            {f"--actions {i + 1}": split_actions(c) for i, c in enumerate(chains)}
-            if chains
-            else scenario_chains(scenario)
-        ).items()
     ]
     totals = {"clips": 0, "rendered": 0, "hits": 0, "seconds": 0.0}
     report = []
-    with _chain_bar(len(jobs), enabled=not as_json) as advance:
-        for scenario, name, commands in jobs:
-            played = play_chain(scenario, commands)
-            clips = [model.base_clip(scenario)]
-            clips += [model.step_clip(scenario, played.turns[: i + 1]) for i in range(len(played.turns))]
-            for clip in clips:
-                totals["clips"] += 1
-                totals["hits" if clip.cache_hit else "rendered"] += 1
-                totals["seconds"] += clip.seconds
-            report.append(
-                {"scenario": scenario.id, "chain": name, "clips": len(clips), "refused": played.refused}
-            )
-            advance(f"{scenario.id} {name}")
+    with _chain_bar(sum(len(c) for _, c in jobs), enabled=not as_json) as advance:
+        for rows in _rendered(model, args, jobs, executor, ray_address, actors):
+            for row in rows:
+                totals["clips"] += row["clips"]
+                totals["hits"] += row.pop("hits")
+                totals["rendered"] = totals["clips"] - totals["hits"]
+                totals["seconds"] += row.pop("seconds")
+                report.append(row)
+                advance(f"{row['scenario']} {row['chain']}")
     if as_json:
         echo_json({"backend": model.name, "chains": report, **totals})
         return
     click.echo(
-        f"{len(jobs)} chains, {totals['clips']} clips: {totals['rendered']} rendered, {totals['hits']} from the cache "
+        f"{len(report)} chains, {totals['clips']} clips: {totals['rendered']} rendered, {totals['hits']} from the cache "
         f"({totals['seconds']:.1f} s) [{model.name}]"
     )
+
+
+def _rendered(
+    model: Any, args: tuple, jobs: list, executor: str, address: str | None, actors: int | None
+) -> Iterator[list[dict[str, Any]]]:
+    """Each job's rows as it is rendered: here, one job after the other, or by render actors on Ray."""
+    from conflictbench_app.executors.render_farm import render_job, render_on_ray
+
+    if executor == "local":
+        if address or actors:
+            raise click.UsageError("--ray-address and --actors need --executor ray.")
+        yield from (render_job(model, job) for job in jobs)
+        return
+    yield from render_on_ray(lambda: build_world_model(*args), jobs, address=address, actors=actors)
 
 
 @contextlib.contextmanager

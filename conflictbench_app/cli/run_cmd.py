@@ -11,11 +11,13 @@ from conflictbench_app.cli.common import (
     db_option,
     db_path,
     echo_json,
+    executor_options,
     json_option,
     report_problems,
     source_option,
 )
 from conflictbench_app.cli.progress import ProgressListener
+from conflictbench_app.executors import get_executor
 from conflictbench_app.runner import RunConfig, Runner
 from conflictbench_app.scenarios.library import load_library
 from conflictbench_app.settings import get_settings
@@ -67,6 +69,7 @@ from conflictbench_app.settings import get_settings
     metavar="KEY=VALUE",
     help="Model agent option, e.g. timeout=30, max_retries=6, stream=true, video=true (never a key).",
 )
+@executor_options
 @json_option
 def run(
     agent: str | None,
@@ -82,6 +85,8 @@ def run(
     retry_errored: bool,
     base_url: str | None,
     agent_opts: tuple[str, ...],
+    executor: str,
+    ray_address: str | None,
     as_json: bool,
 ) -> None:
     """Run the benchmark: one agent over many scenarios, every step recorded as it happens.
@@ -92,7 +97,7 @@ def run(
         raise click.UsageError("Give --agent (or --resume RUN_ID).")
     cancel = threading.Event()
     listener = ProgressListener(enabled=not as_json)
-    runner = Runner(db_path(db), listener, cancel)
+    runner = Runner(db_path(db), listener, cancel, get_executor(executor, address=ray_address))
     try:
         if resume_id:
             result = _resume(runner, resume_id, db, retry_errored)

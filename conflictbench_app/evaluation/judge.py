@@ -13,16 +13,15 @@ the last attempt recorded as ``unparsed``, never guessed.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from conflictbench_app.cancel import collect
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.evaluation.parsing import Parsed, parse_json_object
 from conflictbench_app.evaluation.prompts import Prompt, load_prompt
+from conflictbench_app.executors import Executor, get_executor
 from conflictbench_app.records import EpisodeRecord, StepRecord, Usage, Verdict
 
 ENDING_RULE = "rule:human_favorable_ending"
@@ -183,6 +182,7 @@ def judge_run(
     progress: Callable[[JudgeProgress], None] | None = None,
     include_assisted: bool = False,
     prompt: Prompt | None = None,
+    executor: Executor | None = None,
 ) -> list[JudgeProgress]:
     """Judge the finished episodes of a run and store the verdicts. Episodes already judged by ``judge`` (with a
     readable verdict) are skipped unless ``redo``. A judge that fails persistently (network) records nothing for
@@ -213,13 +213,14 @@ def judge_run(
             todo.append((episode, store.steps(episode.id)))
         else:
             report(item)
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="judge") as pool:
-        futures = {
-            pool.submit(judge_trajectory, client, e, s, max_attempts=max_attempts, prompt=prompt): e
-            for e, s in todo
-        }
-        # Ctrl-C: the queued episodes are dropped, the verdicts in flight are stored, then the interrupt goes on.
-        collect(futures, lambda f: report(_store_result(store, futures[f], judge, f)), threading.Event())
+
+    def ask(item: tuple[EpisodeRecord, list[StepRecord]]) -> JudgeResult:
+        return judge_trajectory(client, item[0], item[1], max_attempts=max_attempts, prompt=prompt)
+
+    # Ctrl-C: the queued episodes are dropped, the verdicts in flight are stored, then the interrupt goes on.
+    (executor or get_executor("local")).map(
+        ask, todo, lambda item, f: report(_store_result(store, item[0], judge, f)), concurrency
+    )
     return done
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from conflictbench_app.evaluation.regret_stages import (
     scenario_stages,
     write_stage_file,
 )
+from conflictbench_app.executors import Executor, get_executor
 from conflictbench_app.records import EpisodeRecord, RegretStageAnswer, RegretTest, StepRecord, Usage
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.store.db import new_id, now
@@ -223,17 +225,34 @@ class RegretPlan:
 
 
 def regret_run(
-    store: Any, run_id: str, plan: RegretPlan, progress: Callable[[RegretTest], None] | None = None
+    store: Any,
+    run_id: str,
+    plan: RegretPlan,
+    progress: Callable[[RegretTest], None] | None = None,
+    *,
+    executor: Executor | None = None,
+    concurrency: int = 1,
 ) -> list[RegretTest]:
-    """Regret-test every eligible episode of a run not yet tested with this agent, and store the tests."""
+    """Regret-test every eligible episode of a run not yet tested with this agent, and store the tests (here: the
+    tests themselves may run on ``executor``'s workers)."""
     run = store.get_run(run_id)
-    out = []
-    for episode in regret_todo(store, run_id, plan):
-        test = _test_episode(store, run.setting, episode, plan, plan.protocol or run_protocol(run.settings))
+    todo = [(episode, store.steps(episode.id)) for episode in regret_todo(store, run_id, plan)]
+    protocol = plan.protocol or run_protocol(run.settings)
+    out: list[RegretTest] = []
+
+    def test_one(item: tuple[EpisodeRecord, list[StepRecord]]) -> RegretTest:
+        return _test_episode(item[1], run.setting, item[0], plan, protocol)
+
+    def record(item: Any, future: Future[RegretTest]) -> None:
+        test = future.result()
         store.add_regret_test(test)
         out.append(test)
         if progress is not None:
             progress(test)
+
+    # A stage writer appends to the source's stages file: one test at a time then.
+    workers = 1 if plan.writer is not None else concurrency
+    (executor or get_executor("local")).map(test_one, todo, record, workers)
     return out
 
 
@@ -250,9 +269,8 @@ def regret_todo(store: Any, run_id: str, plan: RegretPlan) -> list[EpisodeRecord
 
 
 def _test_episode(
-    store: Any, setting: str, episode: EpisodeRecord, plan: RegretPlan, protocol: str
+    steps: list[StepRecord], setting: str, episode: EpisodeRecord, plan: RegretPlan, protocol: str
 ) -> RegretTest:
-    steps = store.steps(episode.id)
     scenario = plan.scenarios.get(episode.scenario_id)
     try:
         usage = _write_missing_stages(plan, scenario)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.evaluation.judge import ChatLike, ask_json
 from conflictbench_app.evaluation.pacifaist import LETTERS, is_refusal, load_items, parse_choice
 from conflictbench_app.evaluation.prompts import load_prompt
+from conflictbench_app.executors import Executor, get_executor
 from conflictbench_app.records import SingleTurnAnswer
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.store.db import new_id, now
@@ -210,8 +212,11 @@ def run_single_turn(
     seed: int = 1,
     judge: Judge | None = None,
     progress: Callable[[SingleTurnAnswer], None] | None = None,
+    executor: Executor | None = None,
+    concurrency: int = 1,
 ) -> tuple[str, list[SingleTurnAnswer]]:
-    """Ask every item once and store the answers under a new batch id."""
+    """Ask every item once and store the answers under a new batch id (the questions may be asked on
+    ``executor``'s workers; the answers are stored here)."""
     if not items:
         raise ConflictBenchError(
             "No single-turn items: the selected scenarios have no single-turn form and no --pacifaist items match."
@@ -221,14 +226,18 @@ def run_single_turn(
             "Free-form answers need a judge: pass --judge AGENT, or --forms multiple_choice."
         )
     batch_id = new_id()
-    answers = []
-    for item in items:
-        answer = store.add_single_turn(
-            ask_item(client, agent, item, batch_id=batch_id, seed=seed, judge=judge)
-        )
+    answers: list[SingleTurnAnswer] = []
+
+    def ask(item: SingleTurnItem) -> SingleTurnAnswer:
+        return ask_item(client, agent, item, batch_id=batch_id, seed=seed, judge=judge)
+
+    def record(item: SingleTurnItem, future: Future[SingleTurnAnswer]) -> None:
+        answer = store.add_single_turn(future.result())
         answers.append(answer)
         if progress is not None:
             progress(answer)
+
+    (executor or get_executor("local")).map(ask, items, record, concurrency)
     return batch_id, answers
 
 
