@@ -34,12 +34,23 @@ def _clip_spec(text: str) -> Any:
 @base_url_option
 @click.option("--concurrency", default=1, show_default=True, help="Judgments asked in parallel.")
 @click.option("--attempts", default=3, show_default=True, help="Tries per judgment before it is 'unparsed'.")
-@click.option("--clip", "clip_text", default="49x832x480", show_default=True, help="Clip FRAMESxWIDTHxHEIGHT.")
-@click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="The clip cache folder (default: the configured one).")
+@click.option(
+    "--clip", "clip_text", default="49x832x480", show_default=True, help="Clip FRAMESxWIDTHxHEIGHT."
+)
+@click.option(
+    "--cache",
+    "cache_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The clip cache folder (default: the configured one).",
+)
 @click.option("--estimate-only", is_flag=True, help="Print the cost estimate and stop.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Also write the tables here (wm-eval.md, wm-eval.json).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also write the tables here (wm-eval.md, wm-eval.json).",
+)
 @source_option
 @db_option
 @json_option
@@ -80,7 +91,13 @@ def wm_eval(
         client = _client(judge_spec, base_url)
         with interrupt_note("the judgments so far are stored", "judge the rest"):
             result = wm.run_wm_eval(
-                store, work, models, client, judge_spec, concurrency=concurrency, max_attempts=attempts,
+                store,
+                work,
+                models,
+                client,
+                judge_spec,
+                concurrency=concurrency,
+                max_attempts=attempts,
                 progress=_progress(work.judgments, as_json),
             )
         judgments = [j for j in store.wm_judgments(judge=judge_spec) if j.renderer in names]

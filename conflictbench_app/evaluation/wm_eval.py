@@ -238,12 +238,19 @@ def judge_clip(client: ChatLike, job: ClipJob, max_attempts: int) -> tuple[JsonA
     """Extract the frames and ask the judge about one dimension (called from worker threads)."""
     messages, indices = judge_messages(job)
     dimension = job.dimension
-    answer = ask_json(client, messages, dimension.required(), max_attempts=max_attempts, check=dimension.check)
+    answer = ask_json(
+        client, messages, dimension.required(), max_attempts=max_attempts, check=dimension.check
+    )
     return answer, indices
 
 
 def judgment_record(
-    job: ClipJob, answer: JsonAnswer, indices: list[int], judge: str, batch: str, renderer_info: dict[str, Any]
+    job: ClipJob,
+    answer: JsonAnswer,
+    indices: list[int],
+    judge: str,
+    batch: str,
+    renderer_info: dict[str, Any],
 ) -> WorldModelJudgment:
     value = answer.value
     subs = job.dimension.normalised(value) if value is not None else {}

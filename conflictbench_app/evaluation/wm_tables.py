@@ -65,10 +65,19 @@ def markdown(judgments: Sequence[WorldModelJudgment]) -> str:
     four, seven = table4(judgments), table7(judgments)
     titles = ["Renderer", *(d.title for d in DIMENSIONS), "Overall", "Clips", "Unparsed"]
     keys = ["renderer", *(d.name for d in DIMENSIONS), "overall", "clips", "unparsed"]
-    lines = ["## Table 4: world-model quality per renderer (scores in [0, 1])", "", *_grid(titles, keys, four)]
+    lines = [
+        "## Table 4: world-model quality per renderer (scores in [0, 1])",
+        "",
+        *_grid(titles, keys, four),
+    ]
     sub_keys = ["renderer", *(f"{d.name}.{s}" for d in DIMENSIONS for s in d.subs)]
     sub_titles = ["Renderer", *(f"{d.title}: {s.replace('_', ' ')}" for d in DIMENSIONS for s in d.subs)]
-    lines += ["", "## Table 7: sub-dimensions per renderer (scores in [0, 1])", "", *_grid(sub_titles, sub_keys, seven)]
+    lines += [
+        "",
+        "## Table 7: sub-dimensions per renderer (scores in [0, 1])",
+        "",
+        *_grid(sub_titles, sub_keys, seven),
+    ]
     return "\n".join(lines) + "\n"
 
 
