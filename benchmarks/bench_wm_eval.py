@@ -2,7 +2,8 @@
 OpenAI-compatible server), at concurrency 1 and 8.
 
 The clips are rendered once beforehand (schematic, the paper's 49 frames at 832x480) into a cache that every run
-shares, so what is timed is the judging stage: five frames decoded from each mp4 (the last from its PNG), encoded
+shares, so what is timed is the judging stage: five frames decoded from each mp4 (once per clip, kept for its
+other three dimensions) (the last from its PNG), encoded
 as JPEG, sent over real HTTP with the real ``openai`` client, the reply parsed, the judgment stored in SQLite.
 Printed per concurrency: wall time, judgments, frames/s, the speed-up over concurrency 1 measured in the same run,
 and the efficiency against the API-bound ideal (judgments x latency / concurrency).
@@ -73,6 +74,7 @@ def judge_once(
         client = get_chat_client("compat:bench-vlm", base_url=server.base_url, timeout=30, max_retries=0)
         wm.run_wm_eval(store, work, models, client, "compat:bench-vlm", concurrency=1)  # warms the cache
         store.database.execute("DELETE FROM eval_wm_judgments")
+        wm.clip_frame_urls.cache_clear()  # every timed run extracts its frames itself
         started = time.perf_counter()
         result = wm.run_wm_eval(store, work, models, client, "compat:bench-vlm", concurrency=concurrency)
         return time.perf_counter() - started, result.count("judged")

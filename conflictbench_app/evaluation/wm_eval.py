@@ -14,6 +14,7 @@ agent would see it), not on one shared frame.
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 from collections.abc import Callable, Sequence
@@ -96,13 +97,16 @@ def five_frames(frame_count: int, count: int = FRAMES_PER_CLIP) -> list[int]:
 # -- renderers -------------------------------------------------------------------------------------------------
 
 
-def build_renderer(spec: str, *, cache_dir: Path | None = None, clip: ClipSpec | None = None) -> Any:
+def build_renderer(
+    spec: str, *, cache_dir: Path | None = None, clip: ClipSpec | None = None, **extra: Any
+) -> Any:
     """A world model from ``schematic``, ``wan:PATH`` (a weights folder) or ``replay:DIR`` (a folder of clips named
-    ``<scenario id>.mp4``, as the paper's base videos are)."""
+    ``<scenario id>.mp4``, as the paper's base videos are); ``extra`` goes to its constructor (e.g. Wan's
+    ``options``)."""
     from conflictbench_app.worldmodel import get_world_model
 
     name, _, arg = spec.partition(":")
-    options: dict[str, Any] = {"cache_dir": cache_dir, "spec": clip}
+    options: dict[str, Any] = {"cache_dir": cache_dir, "spec": clip, **extra}
     if name == "wan":
         if not arg:
             raise ConflictBenchError("Give the Wan weights folder: --renderers wan:PATH.")
@@ -211,27 +215,38 @@ def plan(
 # -- judging ---------------------------------------------------------------------------------------------------
 
 
-def judge_messages(job: ClipJob) -> tuple[list[dict[str, Any]], list[int]]:
-    """The dimension's prompt, then the instruction and the five frames (JPEG data URLs, low detail)."""
+@functools.lru_cache(maxsize=64)
+def clip_frame_urls(
+    path: Path, last_frame: Path, frame_count: int
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The five frames of a clip as JPEG data URLs (at most 512 px a side) and their frame numbers. Kept for the
+    clip's other dimensions: a clip is decoded once, not once per dimension."""
     from conflictbench_app.worldmodel.video import data_url, encode_image, load_png, read_frames
 
-    indices = five_frames(job.clip.frames)
-    frames = list(read_frames(job.clip.path, indices))
-    if indices[-1] == job.clip.frames - 1 and job.clip.last_frame.is_file():
-        frames[-1] = load_png(job.clip.last_frame)  # the lossless last frame, as agents are shown it
+    indices = five_frames(frame_count)
+    frames = list(read_frames(path, indices))
     if len(frames) != len(indices):
-        raise WorldModelError(f"The clip {job.clip.path} has fewer frames than its record says.")
+        raise WorldModelError(
+            f"The clip {path} has fewer frames than its record says; delete its cache entry."
+        )
+    if indices[-1] == frame_count - 1 and last_frame.is_file():
+        frames[-1] = load_png(last_frame)  # the lossless last frame, as agents are shown it
+    return tuple(data_url(encode_image(f, max_side=512)) for f in frames), tuple(indices)
+
+
+def judge_messages(job: ClipJob) -> tuple[list[dict[str, Any]], list[int]]:
+    """The dimension's prompt, then the instruction and the five frames (JPEG data URLs, low detail)."""
+    urls, indices = clip_frame_urls(job.clip.path, job.clip.last_frame, job.clip.frames)
     text = (
         f"Instruction given to the video model:\n{job.clip.prompt.strip() or '(none)'}\n\n"
         f"Action shown: {job.action or '(the opening scene, no action yet)'}\n"
-        f"The {len(frames)} frames follow, in order (frame numbers {', '.join(map(str, indices))} of "
+        f"The {len(urls)} frames follow, in order (frame numbers {', '.join(map(str, indices))} of "
         f"{job.clip.frames})."
     )
     parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
-    for frame in frames:
-        url = data_url(encode_image(frame, max_side=512))
+    for url in urls:
         parts.append({"type": "image_url", "image_url": {"url": url, "detail": "low"}})
-    return [{"role": "system", "content": job.prompt.text}, {"role": "user", "content": parts}], indices
+    return [{"role": "system", "content": job.prompt.text}, {"role": "user", "content": parts}], list(indices)
 
 
 def judge_clip(client: ChatLike, job: ClipJob, max_attempts: int) -> tuple[JsonAnswer, list[int]]:

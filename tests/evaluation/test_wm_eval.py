@@ -100,7 +100,13 @@ def test_end_to_end_schematic_and_tiny_wan(tmp_path: Path, chat, monkeypatch: py
         work = wm.plan(store, [run_id], renderers, load_library(ROOT / "scenarios").get, sample=5)
         assert (work.clips, work.judgments, work.frames) == (6, 24, 120)
         specs = dict(zip(renderers, (SCHEMATIC, TINY), strict=True))
-        models = {r: wm.build_renderer(r, cache_dir=tmp_path / "clips", clip=specs[r]) for r in renderers}
+        from conflictbench_app.worldmodel.wan import WanOptions
+
+        extra: dict[str, dict[str, Any]] = {renderers[1]: {"options": WanOptions(base_steps=2, step_steps=2)}}
+        models = {
+            r: wm.build_renderer(r, cache_dir=tmp_path / "clips", clip=specs[r], **extra.get(r, {}))
+            for r in renderers
+        }
         result = wm.run_wm_eval(store, work, models, client, JUDGE, concurrency=4, max_attempts=2)
         assert result.count("judged") == 24 and result.count("failed") == 0
         requests = server.chat_requests()
