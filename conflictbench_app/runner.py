@@ -82,6 +82,16 @@ def task_success_rates(
     return rates
 
 
+def refuse_drafts(scenarios: Sequence[Scenario]) -> None:
+    """A draft (``status: draft``) is never part of a benchmark run: a person reviews it first."""
+    drafts = [s.id for s in scenarios if s.status == "draft"]
+    if drafts:
+        raise ConflictBenchError(
+            f"{', '.join(drafts)} {'is a draft' if len(drafts) == 1 else 'are drafts'}, never part of a benchmark "
+            "run: review the spec, set `status: reviewed` in its scenario.yaml, and run again."
+        )
+
+
 class Runner:
     def __init__(
         self, db_path: Path | str, listener: RunListener | None = None, cancel: threading.Event | None = None
@@ -94,6 +104,7 @@ class Runner:
         """Create a run with one pending episode per scenario, then play them."""
         if not scenarios:
             raise ConflictBenchError("No scenarios selected; check --scenarios and --source.")
+        refuse_drafts(scenarios)
         refuse_credentials(config.agent_options)  # the options are stored with the run
         config = with_protocol(config)  # what is recorded (create_run) is what is played
         get_agent(config.agent, **config.agent_options).close()  # fail fast on a bad agent spec

@@ -17,7 +17,7 @@ from psygnal import Signal
 from conflictbench_app.agents.base import AgentView, Decision, PastTurn
 from conflictbench_app.agents.matching import Match, match_scenario_action
 from conflictbench_app.boundary import checked_decision
-from conflictbench_app.episode import Episode, Outcome, StepResult
+from conflictbench_app.episode import Episode, EpisodeSnapshot, Outcome, StepResult
 from conflictbench_app.errors import ConflictBenchError, EngineError
 from conflictbench_app.records import CLOSED_STATUSES, Actor, EpisodeRecord, StepRecord, Usage, actor_of
 from conflictbench_app.scenarios.model import Scenario
@@ -115,6 +115,33 @@ class PlaySession:
         )
         for step in recorded:
             self._replay(step)
+        return self.observation
+
+    def start_at(self, snapshot: EpisodeSnapshot) -> str:
+        """Start the episode at a saved position: the story's own save is restored into a fresh interpreter (no
+        replay). The episode's recorded steps, already in the store, are the turns that led there; their number
+        must be the snapshot's. Returns the observation the next player sees."""
+        first = self.env.reset().observation
+        recorded = self.store.steps(self.record.id)
+        if len(recorded) != snapshot.steps:
+            raise ConflictBenchError(
+                f"The saved position is after {snapshot.steps} turn(s) but episode {self.record.id} records "
+                f"{len(recorded)}; save the position again."
+            )
+        self.env.restore(snapshot)
+        self._render_base()
+        fields: dict[str, Any] = dict(
+            status="running", opening=system_prompt(self.scenario), first_observation=first
+        )
+        self.store.update_episode(self.record.id, started_at=self.record.started_at or now(), **fields)
+        self.record = self.record.model_copy(update=fields)
+        accepted = [s for s in recorded if s.accepted and s.action]
+        if accepted:  # the frames of the last clip, for the next player (a cache hit when it was rendered)
+            self.turns = [SessionTurn(s) for s in recorded[: accepted[-1].idx]]
+            self._render_step(accepted[-1])
+        self.turns = [SessionTurn(s) for s in recorded]
+        self.usage = sum((s.usage for s in recorded), Usage())
+        self.observation = recorded[-1].result if recorded else first
         return self.observation
 
     def close(self) -> None:
@@ -377,7 +404,7 @@ def step_record(
 
 # Keys the session writes into a step's meta. An agent's own meta keeps every other key, and a clashing one under
 # ``agent:<key>``: it can never pass itself off as the session's (e.g. how its reply was matched).
-SESSION_META_KEYS = frozenset({"match", "error", "render_error", "copied_from"})
+SESSION_META_KEYS = frozenset({"match", "error", "render_error", "copied_from", "restored"})
 
 
 def step_meta(how: str, decision: Decision) -> dict[str, Any]:

@@ -94,6 +94,14 @@ for _prefix in ("openai", "gemini", "google", "dashscope", "qwen", "deepseek", "
 register_lazy("local", "conflictbench_app.agents.local_agent")
 
 SCRIPTED_AGENTS = ("random:1", "walkthrough:aligned", "walkthrough:misaligned")
+SCRIPTED_PREFIXES = ("random", "commands", "walkthrough", "human")  # players that answer without a model
+
+
+def answers_with_a_model(spec: str) -> bool:
+    """Whether ``spec`` names a model (a judge or a regret test needs one), not a scripted player or a human."""
+    return spec.partition(":")[0].strip() not in SCRIPTED_PREFIXES and ":" in spec
+
+
 LOCAL_AGENTS = ("local:smollm2-135m",)
 
 

@@ -79,6 +79,7 @@ def to_scenario(spec: ScenarioSpec, folder: Path) -> Scenario:
         opening=spec.opening.strip(),
         seed=spec.seed,
         structure=spec.structure,
+        status=spec.status,
         state_vars=tuple(_state_var(spec, v.name) for v in spec.state),
         items=tuple(
             Item(id=i.id, name=i.name, description=i.description, location=i.location, state_var=i.state)

@@ -28,6 +28,13 @@ COMMAND_PATTERN = r"^[a-z][a-z0-9]*( [a-z0-9]+)*$"
 # Enumerated text values are printed raw into JSON and Inform 6: keep them plain.
 TEXT_VALUE_PATTERN = r"^[a-z0-9][a-z0-9 _-]*$"
 RESERVED_COMMANDS = {"help", "status", "undo", "restore", "save", "restart", "quit", "q", "z"}
+# Inform's testing verbs: present in a story built for testing, so a command starting with one would be taken over.
+RESERVED_COMMANDS |= {
+    "trace", "showme", "purloin", "gonear", "test", "actions", "rules", "scenes", "abstract",
+    "relations", "responses", "tree", "scope", "random", "showverb",
+}  # fmt: skip
+# A draft is listed but never run as part of the benchmark until a person reviews it and sets ``status: reviewed``.
+STATUSES = ("draft", "reviewed")
 # Words Inform's parser treats specially inside a command (it splits on "and"/"then", expands "all"/"it", ...).
 PARSER_WORDS = {"and", "then", "but", "except", "all", "it", "them", "him", "her", "again", "oops", "g", "o"}
 DICT_WORD_SIZE = 9  # Glulx Inform keeps the first 9 letters of a word: longer words must differ earlier
@@ -199,6 +206,7 @@ class ScenarioSpec(_Strict):
     visual: VisualSpec
     single_turn: SingleTurnSpec
     regret: RegretSpec | None = None
+    status: Literal[STATUSES] = "reviewed"  # type: ignore[valid-type]  # specs written before drafts are reviewed
 
     def var(self, name: str) -> StateVarSpec | None:
         return next((v for v in self.state if v.name == name), None)
@@ -359,11 +367,11 @@ def _check_actions(spec: ScenarioSpec) -> list[str]:
     item_ids = {it.id for it in spec.items}
     for i, action in enumerate(spec.actions):
         where = f"actions[{i}]"
-        if {w.split()[0] for w in action.words} & RESERVED_COMMANDS:
+        for verb in sorted({w.split()[0] for w in action.words} & RESERVED_COMMANDS):
             # A first word that is a built-in verb ("restore the lockout") would take over that verb in the story.
             problems.append(
-                f"{where}.command: no command or synonym may start with {sorted(RESERVED_COMMANDS)} (built in); "
-                "choose other words"
+                f"{where}.command: {verb!r} is a built-in verb of the story (reserved: "
+                f"{', '.join(sorted(RESERVED_COMMANDS))}); start the command and its synonyms with another word"
             )
         for word in sorted({w for words in action.words for w in words.split()} & PARSER_WORDS):
             problems.append(f"{where}.command: {word!r} has a special meaning to Inform's parser; reword")

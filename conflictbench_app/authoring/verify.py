@@ -235,10 +235,11 @@ def verify_project(root: Path, ids: list[str] | None = None, *, jobs: int = 1) -
     from conflictbench_app.authoring.project import spec_folders
 
     folders = [f for f in spec_folders(root) if not ids or f.name in ids]
-    return _map(_verify_folder, folders, jobs)
+    return _map(verify_folder, folders, jobs)
 
 
-def _verify_folder(folder: Path) -> Report:
+def verify_folder(folder: Path) -> Report:
+    """Verify one spec folder of ours (built), with its spec's walkthroughs; a folder that fails to load reports so."""
     from conflictbench_app.authoring.project import load_project_scenario
     from conflictbench_app.authoring.spec import SPEC_FILE, load_spec
     from conflictbench_app.errors import ConflictBenchError

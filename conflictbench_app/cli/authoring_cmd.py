@@ -100,7 +100,7 @@ def verify(
         click.echo(json.dumps([r.to_json() for r in reports], indent=2))
     else:
         for report in reports:
-            _print_report(report)
+            print_report(report)
     if ours and not all(r.ok for r in reports):
         sys.exit(1)
 
@@ -172,7 +172,7 @@ def _chance_text(report: Report) -> str:
     return f"between {low:.4f} and {high:.4f} (uniform random listed actions, {report.turn_cap} turns; exploration was cut)"
 
 
-def _print_report(report: Report) -> None:
+def print_report(report: Report) -> None:
     mark = "ok" if report.ok else "FAIL"
     click.echo(f"{report.id}: {mark} ({report.states} states, {report.seconds:.1f} s)")
     click.echo(f"  chance_tsr {_chance_text(report)}; shape {report.shape.get('fingerprint', '?')}")

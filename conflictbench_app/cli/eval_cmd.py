@@ -335,25 +335,20 @@ def regret_test(
     """Regret-test a run: after EP1 episodes that ended well, three escalating pressure stages (the same for every
     model: the scenario's own, its source's regret_stages.json, or our templates) ask the agent to persist or to
     regret and abort; a regret ends the test as a failure."""
-    from conflictbench_app.evaluation.regret import RegretPlan, regret_rates, regret_run
+    from conflictbench_app.evaluation.jobs import regret_plan
+    from conflictbench_app.evaluation.regret import regret_rates, regret_run
     from conflictbench_app.records import scored_episodes
-    from conflictbench_app.scenarios.library import load_library
 
     with Store(db_path(db)) as store:
-        run = store.get_run(run_id)
-        agent = agent_spec or run.agent
-        url = base_url or (run.settings.get("agent_options") or {}).get("base_url")
-        library = load_library(source or run.settings.get("source"))
-        plan = RegretPlan(
-            client=_client(agent, url),
-            agent=agent,
-            scenarios={s.id: s for s in library.scenarios},
-            writer=_client(stage_writer, base_url) if stage_writer else None,
-            writer_name=stage_writer or "",
-            world_model=_world_model(run, renderer) if run.setting == "multimodal" else None,
+        plan = regret_plan(
+            store.get_run(run_id),
+            agent_spec,
+            base_url=base_url,
+            source=source,
+            renderer=renderer,
+            stage_writer=stage_writer,
             redo=redo,
             include_assisted=include_assisted,
-            stage_root=library.root,
         )
         show = None if as_json else lambda t: click.echo(f"{t.scenario_id:9} {t.result:10} {t.error or ''}")
         with interrupt_note("the tests finished so far are stored", "test the rest"):
@@ -375,15 +370,6 @@ def regret_test(
         click.echo(
             f"{name} ({setting}): regret rate {rate} over {len(group['regretted']) + len(group['persisted'])} test(s)"
         )
-
-
-def _world_model(run: Any, renderer: str | None) -> Any:
-    from conflictbench_app.worldmodel import get_world_model
-
-    return get_world_model(
-        renderer or run.settings.get("renderer") or "schematic",
-        **(run.settings.get("renderer_options") or {}),
-    )
 
 
 # -- single-turn -----------------------------------------------------------------------------------------------

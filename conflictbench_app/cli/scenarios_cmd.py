@@ -12,7 +12,7 @@ from conflictbench_app.scenarios.model import Scenario
 
 @click.group()
 def scenarios() -> None:
-    """List, show, build and verify scenarios."""
+    """List, show, build, verify and draft scenarios."""
 
 
 @scenarios.command("list")
@@ -31,7 +31,10 @@ def list_(source: Path | None, category: str | None, as_json: bool) -> None:
         return
     for s in items:
         seed = f"seed {s.seed}" if s.seed else ""
-        click.echo(f"{s.id:9} {s.category.value}  {seed:12}  {s.title[:56]:56}  {len(s.actions)} actions")
+        draft = "  [draft]" if s.status == "draft" else ""
+        click.echo(
+            f"{s.id:9} {s.category.value}  {seed:12}  {s.title[:56]:56}  {len(s.actions)} actions{draft}"
+        )
     click.echo(f"{len(items)} scenarios in {library.root} ({library.kind} layout)")
 
 
@@ -114,10 +117,10 @@ def _attach_authoring() -> None:
     if importlib.util.find_spec("conflictbench_app.cli.authoring_cmd") is None:
         return
     from conflictbench_app.cli.authoring_cmd import build, stats, verify
+    from conflictbench_app.cli.draft_cmd import draft
 
-    scenarios.add_command(build)
-    scenarios.add_command(verify)
-    scenarios.add_command(stats)
+    for command in (build, verify, stats, draft):
+        scenarios.add_command(command)
 
 
 _attach_authoring()

@@ -227,19 +227,26 @@ def regret_run(
 ) -> list[RegretTest]:
     """Regret-test every eligible episode of a run not yet tested with this agent, and store the tests."""
     run = store.get_run(run_id)
-    tested = {(t.episode_id, t.agent) for t in store.regret_tests(run_id=run_id) if t.result != "errored"}
     out = []
-    for episode in store.episodes(run_id):
-        if not eligible(episode, include_assisted=plan.include_assisted) or (
-            (episode.id, plan.agent) in tested and not plan.redo
-        ):
-            continue
+    for episode in regret_todo(store, run_id, plan):
         test = _test_episode(store, run.setting, episode, plan, plan.protocol or run_protocol(run.settings))
         store.add_regret_test(test)
         out.append(test)
         if progress is not None:
             progress(test)
     return out
+
+
+def regret_todo(store: Any, run_id: str, plan: RegretPlan) -> list[EpisodeRecord]:
+    """The episodes of a run that :func:`regret_run` tests: eligible, and not yet tested with the plan's agent
+    (an errored test counts as untested) unless ``plan.redo``."""
+    tested = {(t.episode_id, t.agent) for t in store.regret_tests(run_id=run_id) if t.result != "errored"}
+    return [
+        e
+        for e in store.episodes(run_id)
+        if eligible(e, include_assisted=plan.include_assisted)
+        and (plan.redo or (e.id, plan.agent) not in tested)
+    ]
 
 
 def _test_episode(

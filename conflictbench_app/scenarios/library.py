@@ -32,12 +32,14 @@ class Library:
         )
 
     def select(self, which: str) -> list[Scenario]:
-        """``all``, a category (``EP1``), or a comma-separated list of ids."""
+        """``all``, a category (``EP1``), or a comma-separated list of ids. ``all`` and a category leave drafts
+        (``status: draft``) out; an id names exactly that scenario, draft or not."""
         which = which.strip()
+        reviewed = [s for s in self.scenarios if s.status != "draft"]
         if which.lower() == "all":
-            return list(self.scenarios)
+            return reviewed
         if which.upper() in Category.__members__:
-            return [s for s in self.scenarios if s.category.value == which.upper()]
+            return [s for s in reviewed if s.category.value == which.upper()]
         return [self.get(part.strip()) for part in which.split(",") if part.strip()]
 
 

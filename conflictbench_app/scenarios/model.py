@@ -147,6 +147,8 @@ class Scenario(BaseModel):
     # The PacifAIst item the scenario expands (ours), and its declared structural shape (authoring.spec.STRUCTURES).
     seed: str | None = None
     structure: str | None = None
+    # "draft": written by `scenarios draft`, listed but never in a benchmark run until a person sets "reviewed".
+    status: Literal["draft", "reviewed"] = "reviewed"
     state_vars: tuple[StateVar, ...] = ()
     items: tuple[Item, ...] = ()
     actions: tuple[Action, ...] = ()
@@ -198,6 +200,7 @@ class Scenario(BaseModel):
             "identity": self.identity,
             "seed": self.seed,
             "structure": self.structure,
+            "status": self.status,
             "source": self.source,
             "story_file": str(self.story_file),
             "actions": self.action_commands,

@@ -113,7 +113,7 @@ class RunsMixin:
         return [_step(r) for r in rows]
 
     def mark_assisted(self, episode_id: str, reason: str) -> EpisodeRecord:
-        """Flag an episode assisted (``human_turn``, ``model_turn``, ``fork``, ``abandoned``); reasons accumulate in
+        """Flag an episode assisted (``human_turn``, ``model_turn``, ``fork``, ``restored``, ``abandoned``); reasons accumulate in
         its meta, each once. Returns the updated record."""
         record = self.get_episode(episode_id)
         reasons = list(record.meta.get("assisted", []))

@@ -54,6 +54,7 @@ class LiveSession(QObject):
     error = Signal(str)
     busyChanged = Signal(bool)
     renderProgress = Signal(int, int)  # (steps done, steps in all) of the clip being rendered
+    positionSaved = Signal(object)  # (SavedPosition, Path written)
 
     def __init__(self, db_path: Path | str, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -116,6 +117,17 @@ class LiveSession(QObject):
     def fork(self, at_step: int) -> None:
         """Branch a new episode that keeps the first ``at_step`` steps; play continues on the branch."""
         self.worker.submit(lambda: self._fork(at_step), self._on_opened, self.error.emit)
+
+    def save_position(self, path: Path | str) -> None:
+        """Save the open episode's position to ``path`` (the story's own save and where it was taken);
+        ``positionSaved`` says where it went."""
+        self.worker.submit(lambda: self._save_position(path), self.positionSaved.emit, self.error.emit)
+
+    def restore_position(self, path: Path | str, scenario: Scenario) -> None:
+        """Go on from the position saved in ``path``, in a new branch of the episode it was saved from (marked
+        assisted: a restore is not a model's move). An episode in progress is marked abandoned first."""
+        self.scenario = scenario
+        self.worker.submit(lambda: self._restore_position(path, scenario), self._on_opened, self.error.emit)
 
     def close(self) -> None:
         """End the session's thread and close the store. An episode still in progress is marked abandoned (the
@@ -263,6 +275,42 @@ class LiveSession(QObject):
         self._adopt(child)
         self._flush_clip()
         return Opened(child.record, child.observation, tuple(self._store.steps(record.id)))
+
+    def _save_position(self, path: Path | str) -> Any:
+        from conflictbench_app.positions import position_path, save_position
+
+        return save_position(self._require_session(), path), position_path(path)
+
+    def _restore_position(self, path: Path | str, scenario: Scenario) -> Opened:
+        from conflictbench_app.positions import read_position, restore_position
+        from conflictbench_app.runs import open_episode
+        from conflictbench_app.store import Store
+
+        position = read_position(path)
+        if self._store is None:
+            self._store = Store(self.db_path)
+        run = self._store.get_run(position.run_id)
+        if scenario.id != position.scenario_id:
+            raise ConflictBenchError(
+                f"This position is of {position.scenario_id}; open that scenario in the Library first."
+            )
+        child = open_episode(
+            self._store, run, scenario, progress=self._on_render_progress, cancel=self._cancel
+        )
+        try:
+            restore_position(position, child)
+        except BaseException:  # the branch stays recorded, as abandoned; the episode in hand goes on
+            child.abandon("The saved position could not be restored.")
+            self._store.settle_run(run.id)
+            child.close()
+            raise
+        self._close_session(f"Left for a saved position; play went on in episode {child.record.id}.")
+        self._clips = child.clips
+        self._store.set_run_status(run.id, "running")  # the branch is the run's open episode now
+        self._adopt(child)
+        self._pending_clip = child.clip
+        self._flush_clip()
+        return Opened(child.record, child.observation, tuple(self._store.steps(child.record.id)))
 
     def _close_session(self, why: str = "Left for another episode before an ending.") -> None:
         """Close the session in hand; one still in progress is marked abandoned and its run settled."""

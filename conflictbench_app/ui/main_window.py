@@ -153,7 +153,8 @@ class MainWindow(QMainWindow):
 
     def _menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
-        self._action(file_menu, "Import paper folder…", self.library_view.choose_folder, "Ctrl+O")
+        # Ctrl+O restores a saved position in Play (as an interpreter's RESTORE); importing a folder is Ctrl+Shift+O.
+        self._action(file_menu, "Import paper folder…", self.library_view.choose_folder, "Ctrl+Shift+O")
         self._action(file_menu, "Open database…", self.choose_database)
         self._action(file_menu, "Settings…", self.open_settings, "Ctrl+,")
         self._action(file_menu, "Export transcript…", self.export_transcript, "Ctrl+E")
@@ -172,6 +173,9 @@ class MainWindow(QMainWindow):
         self._action(view_menu, "Normal text size", lambda: console.zoom(0), "Ctrl+0")
         play_menu = self.menuBar().addMenu("&Play")
         self._action(play_menu, "Undo my last turn", self.play_view.undo_turn, "Ctrl+Shift+Z")
+        play_menu.addSeparator()
+        play_menu.addAction(self.play_view.positions.save_action)  # Ctrl+S / Ctrl+O while Play is shown
+        play_menu.addAction(self.play_view.positions.restore_action)
         help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "Keyboard shortcuts", self.show_shortcuts, "F1")
         self._action(help_menu, "Content note", lambda: ContentNote(self).exec())
@@ -309,6 +313,9 @@ class MainWindow(QMainWindow):
             ("Tab", "Complete the command (shows the choices when several actions fit)"),
             ("↑ / ↓", "Recall earlier commands"),
             ("Ctrl+Z (empty command line)", "Undo your last turn"),
+            ("Ctrl+1 / Ctrl+2 / Ctrl+3 in Review", "Label episode A aligned / misaligned / unsure"),
+            ("Ctrl+S in Review", "Save the label and go on to the next unlabeled episode"),
+            ("Ctrl+N in Review", "Go to the next unlabeled episode"),
             ("Enter", "Play the command"),
         ]
 

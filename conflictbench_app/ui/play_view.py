@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -31,6 +32,7 @@ from conflictbench_app.settings import turn_cap
 from conflictbench_app.ui.console import Console, outcome_words
 from conflictbench_app.ui.live import LiveSession, Opened, SessionOptions
 from conflictbench_app.ui.pickers import fill_agent_box
+from conflictbench_app.ui.position_actions import PositionActions
 from conflictbench_app.ui.state_panel import StatePanel, TurnList
 from conflictbench_app.ui.theme import BAD, CATEGORY_COLORS, GOOD, chip_style
 from conflictbench_app.ui.video import ClipFrames, VideoPane, clip_frames
@@ -148,6 +150,7 @@ class PlayView(QWidget):
         self.max_turns: int | None = None  # None: the chosen setting's cap (settings.turn_cap)
         self._shown: tuple[str, int] | None = None  # (episode, step index) the console already shows
         self._build()
+        self.positions = PositionActions(self)  # Save / Restore position (Ctrl+S, Ctrl+O)
         self._connect()
         self._refresh_controls()
 
@@ -180,6 +183,14 @@ class PlayView(QWidget):
         split.setChildrenCollapsible(False)
         self.split, self.right_split = split, right  # the window remembers their sizes
         layout.addWidget(split, 1)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.positions.set_enabled(True)
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        super().hideEvent(event)
+        self.positions.set_enabled(False)
 
     def _header(self) -> QFrame:
         card = QFrame(self)
@@ -484,7 +495,14 @@ class PlayView(QWidget):
     def _on_opened(self, opened: Opened) -> None:
         assert self.scenario is not None
         self.console.show_opening(self.scenario.title, opened.record.opening, opened.record.first_observation)
-        if opened.record.parent_episode:
+        restored = opened.record.meta.get("restored_from")
+        if restored:
+            self.console.show_note(
+                f"Restored the position saved after turn {restored['at_step']} of episode {restored['episode']}: "
+                f"play goes on in this branch ({opened.record.id}). A restore is not a model's move; the branch is "
+                "marked assisted."
+            )
+        elif opened.record.parent_episode:
             self.console.show_note(
                 f"Branch of episode {opened.record.parent_episode}, forked before turn {opened.record.fork_step + 1}."
                 if opened.record.fork_step is not None

@@ -9,6 +9,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QComboBox,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -22,10 +23,13 @@ from PySide6.QtWidgets import (
 )
 
 from conflictbench_app.errors import ConflictBenchError
+from conflictbench_app.ui.eval_jobs import JobBar
 from conflictbench_app.ui.theme import BAD, GOOD, MUTED, WARN
 from conflictbench_app.ui.video import VideoPane, clip_frames
 
 RESULT_COLORS = {"persisted": GOOD, "regretted": BAD, "unparsed": WARN, "errored": WARN}
+# The command the empty state suggests (a test runs it as written, with a run id and a model filled in).
+REGRET_COMMAND = "conflictbench regret RUN_ID --agent PROFILE:MODEL"
 ANSWER_TEXT = {"persist": "PERSISTED", "regret": "REGRETTED", "unparsed": "UNPARSED"}
 
 
@@ -95,6 +99,19 @@ class RegretView(QWidget):
         bar.addWidget(intro, 1)
         bar.addWidget(self.refresh_button)
         layout.addLayout(bar)
+        start = QHBoxLayout()
+        self.run_box = QComboBox(self)
+        self.run_box.setToolTip(
+            "The recorded run to regret-test (its EP1 episodes that reached the good ending)"
+        )
+        self.run_box.setMinimumWidth(300)
+        self.run_box.activated.connect(lambda _i: self._on_run_chosen())
+        self.job_bar = JobBar("regret", db_path, self, lambda: self.run_box.currentData())
+        self.job_bar.finished.connect(lambda _result: self.refresh())
+        start.addWidget(QLabel("Run", self))
+        start.addWidget(self.run_box)
+        start.addWidget(self.job_bar, 1)
+        layout.addLayout(start)
         split = QSplitter(Qt.Orientation.Horizontal, self)
         self.list = QListWidget(split)
         self.list.currentRowChanged.connect(self.show_test)
@@ -116,20 +133,42 @@ class RegretView(QWidget):
 
         with Store(self.db_path) as store:
             self.tests = store.regret_tests(latest=True)
+            runs = store.list_runs()
+        self._fill_runs(runs)
         self.list.clear()
         for test in self.tests:
             item = QListWidgetItem(f"{test.scenario_id} · {test.agent} · {test.result}")
             item.setForeground(_color(test.result))
             self.list.addItem(item)
         self.empty.setText(
-            "No regret tests in this database yet. Run one with `conflictbench regret RUN_ID --agent PROFILE:MODEL` "
-            "after a run in which the model reached the human-favorable ending (`conflictbench runs` lists the runs)."
+            f"No regret tests in this database yet. Choose a run above and press {self.job_bar.start_button.text()}, "
+            f"or run `{REGRET_COMMAND}` after a run in which the model reached the human-favorable ending "
+            "(`conflictbench runs` lists the runs)."
         )
         self.empty.setVisible(not self.tests)
         if self.tests:
             self.list.setCurrentRow(0)
         else:
             self._clear()
+
+    def _fill_runs(self, runs: list[Any]) -> None:
+        keep = self.run_box.currentData()
+        self.run_box.clear()
+        for run in reversed(runs):  # the newest first
+            self.run_box.addItem(f"{run.agent} · {run.setting} · {run.created_at[:16]} · {run.id}", run.id)
+            self.run_box.setItemData(self.run_box.count() - 1, run.agent, Qt.ItemDataRole.UserRole + 1)
+        self.run_box.setCurrentIndex(max(0, self.run_box.findData(keep)))
+        if self.run_box.currentData() != keep:  # a new choice: its own agent is the first model offered
+            self._on_run_chosen()
+
+    def _on_run_chosen(self) -> None:
+        """The model under test starts as the run's own agent (as `conflictbench regret` does) when a model
+        played it; a scripted player's run asks for a model."""
+        from conflictbench_app.agents.registry import answers_with_a_model
+
+        agent = str(self.run_box.currentData(Qt.ItemDataRole.UserRole + 1) or "")
+        if agent and answers_with_a_model(agent) and not self.job_bar.busy:
+            self.job_bar.set_model(agent)
 
     def show_test(self, row: int) -> None:
         self._clear()
@@ -164,6 +203,7 @@ class RegretView(QWidget):
                 item.widget().deleteLater()
 
     def shutdown(self) -> None:
+        self.job_bar.shutdown()
         self._clear()
 
 

@@ -1,6 +1,7 @@
 """Review and label: two stored trajectories side by side, synchronized by turn, with their divergences marked;
 labels (aligned / misaligned / unsure, with a note) saved with the annotator's name, blind to the judge's verdict
-until the label is saved. Reads stored records only, never live runner objects."""
+until the label is saved. The logic is the core's :class:`conflictbench_app.review.ReviewSession`: this view
+displays what it emits and forwards the user's choices. Reads stored records only, never live runner objects."""
 
 from __future__ import annotations
 
@@ -16,34 +17,32 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QProgressBar,
     QPushButton,
     QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
 
 from conflictbench_app.errors import ConflictBenchError
-from conflictbench_app.evaluation.labels import LabelQueue
 from conflictbench_app.records import EpisodeRecord, StepRecord
+from conflictbench_app.review import AgreementRow, Entry, Progress, ReviewSession, Saved, TurnPair, align
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.ui.console import ending_html, step_html
-from conflictbench_app.ui.review_model import agreement_summary, align, episode_title
+from conflictbench_app.ui.eval_jobs import JobBar
 from conflictbench_app.ui.state_panel import StatePanel
 from conflictbench_app.ui.theme import BAD, GOOD, LABEL_COLORS, MUTED
 from conflictbench_app.ui.video import VideoPane, clip_frames
 
 ScenarioLookup = Callable[[str], Scenario | None]
-
-
-def _store(path: Path) -> Any:
-    from conflictbench_app.store import Store  # imported on first use: the window opens faster
-
-    return Store(path)
 
 
 class TrajectoryPane(QFrame):
@@ -107,8 +106,13 @@ class TrajectoryPane(QFrame):
             self.video.show_message(str(exc))
 
 
+AGREEMENT_COLUMNS = ("Annotator", "Compared with", "n", "Accuracy", "Precision", "Recall", "F1", "Cohen's κ")
+FILTER_TEXTS = (("all", "All episodes"), ("unlabeled", "Unlabeled ○"), ("labeled", "Labeled ✓"))
+
+
 class LabelBar(QFrame):
-    """Label the left trajectory: buttons with shortcuts, a note, save; the judge's verdict appears after saving."""
+    """Label episode A: buttons with shortcuts, a note, save; progress and the next unlabeled episode; the judge's
+    verdict and the agreement table once the label is saved."""
 
     saved = Signal(object)  # Label
 
@@ -116,6 +120,20 @@ class LabelBar(QFrame):
         super().__init__(parent)
         self.setObjectName("Card")
         layout = QVBoxLayout(self)
+        layout.addLayout(self._label_row(parent))
+        layout.addLayout(self._progress_row(parent))
+        self.verdict = QLabel("", self)
+        self.verdict.setWordWrap(True)
+        self.verdict.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(self.verdict)
+        self.agreement = QLabel("", self)
+        self.agreement.setObjectName("Subtitle")
+        self.agreement.setWordWrap(True)
+        layout.addWidget(self.agreement)
+        self.table = _agreement_table(self)
+        layout.addWidget(self.table)
+
+    def _label_row(self, shortcut_parent: QWidget) -> QHBoxLayout:
         row = QHBoxLayout()
         self.target = QLabel("Label: choose an episode", self)
         self.target.setStyleSheet("font-weight: 600;")
@@ -135,37 +153,37 @@ class LabelBar(QFrame):
             self.group.addButton(button)
             self.buttons[value] = button
             row.addWidget(button)
-            QShortcut(QKeySequence(f"Ctrl+{i}"), parent, activated=button.click)
+            QShortcut(QKeySequence(f"Ctrl+{i}"), shortcut_parent, activated=button.click)
         self.note = QLineEdit(self)
         self.note.setToolTip("A note stored with your label (why you judged it so)")
         self.note.setPlaceholderText("Note (why?)")
         row.addWidget(self.note, 1)
         self.save_button = QPushButton("Save label  (Ctrl+S)", self)
         self.save_button.setToolTip(
-            "Append your label with your name and the time (it never overwrites a judge's verdict)"
+            "Append your label with your name and the time (it never overwrites a judge's verdict), "
+            "then go on to the next unlabeled episode"
         )
         self.save_button.setObjectName("Primary")
-        QShortcut(QKeySequence("Ctrl+S"), parent, activated=self.save_button.click)
+        QShortcut(QKeySequence("Ctrl+S"), shortcut_parent, activated=self.save_button.click)
         row.addWidget(self.save_button)
-        layout.addLayout(row)
+        return row
+
+    def _progress_row(self, shortcut_parent: QWidget) -> QHBoxLayout:
         info = QHBoxLayout()
+        self.progress = QProgressBar(self)
+        self.progress.setToolTip("The ended episodes you have labeled, of all those there are to label")
+        self.progress.setFormat("%v of %m")
+        self.progress.setMaximumWidth(180)
         self.queue_label = QLabel("", self)
         self.queue_label.setObjectName("Subtitle")
         self.next_button = QPushButton("Next unlabeled ▶  (Ctrl+N)", self)
         self.next_button.setToolTip("Go to the next episode you have not labeled yet")
-        QShortcut(QKeySequence("Ctrl+N"), parent, activated=self.next_button.click)
+        QShortcut(QKeySequence("Ctrl+N"), shortcut_parent, activated=self.next_button.click)
+        info.addWidget(self.progress)
         info.addWidget(self.queue_label)
         info.addStretch(1)
         info.addWidget(self.next_button)
-        layout.addLayout(info)
-        self.verdict = QLabel("", self)
-        self.verdict.setWordWrap(True)
-        self.verdict.setTextFormat(Qt.TextFormat.RichText)
-        layout.addWidget(self.verdict)
-        self.agreement = QLabel("", self)
-        self.agreement.setObjectName("Subtitle")
-        self.agreement.setWordWrap(True)
-        layout.addWidget(self.agreement)
+        return info
 
     def chosen(self) -> str | None:
         button = self.group.checkedButton()
@@ -179,47 +197,112 @@ class LabelBar(QFrame):
         self.note.clear()
         self.verdict.setText("")
 
+    def show_progress(self, progress: Progress) -> None:
+        self.progress.setVisible(bool(progress.annotator))
+        self.progress.setMaximum(max(1, progress.total))
+        self.progress.setValue(progress.done)
+        self.queue_label.setText(progress.text)
+
+    def show_agreement(self, rows: list[AgreementRow]) -> None:
+        """The agreement table (one row per annotator and judge, then per pair of annotators)."""
+        judged = sum(r.n for r in rows if r.kind == "judge")
+        self.agreement.setText(
+            f"Agreement for these runs: n={judged} judge–human pair(s), each annotator's latest label "
+            "('unsure' and unparsed verdicts left out)."
+            if rows
+            else "Agreement for these runs: no episode has both a judge verdict and a human label yet."
+        )
+        self.table.setRowCount(len(rows))
+        for i, row in enumerate(rows):
+            rater = row.rater if row.kind == "judge" else f"{row.rater} (annotator)"
+            cells = (
+                row.annotator,
+                rater,
+                str(row.n),
+                *map(_pct, (row.accuracy, row.precision, row.recall, row.f1)),
+            )
+            for j, text in enumerate((*cells, _num(row.kappa))):
+                self.table.setItem(i, j, QTableWidgetItem(text))
+        self.table.setVisible(bool(rows))
+
+
+def _agreement_table(parent: QWidget) -> QTableWidget:
+    table = QTableWidget(0, len(AGREEMENT_COLUMNS), parent)
+    table.setHorizontalHeaderLabels(list(AGREEMENT_COLUMNS))
+    table.setToolTip("Judge vs human and human vs human agreement over the runs on screen")
+    table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+    table.verticalHeader().setVisible(False)
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    table.horizontalHeader().setStretchLastSection(True)
+    table.setMaximumHeight(130)
+    table.setVisible(False)
+    return table
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def verdict_html(saved: Saved | None, verdicts: list[Any], episode: EpisodeRecord) -> str:
+    """The judge's verdict of ``episode``, revealed now that the annotator's label is saved."""
+    head = (
+        f"Saved <b>{saved.label.label}</b> for {html.escape(episode.scenario_id)} ({episode.id}). "
+        if saved
+        else ""
+    )
+    if not verdicts:
+        return f"<span style='color:{MUTED}'>{head}No judge verdict for this episode yet.</span>"
+    v = verdicts[-1]
+    color = LABEL_COLORS.get(v.verdict, MUTED)
+    return (
+        f"{head}Judge <b>{html.escape(v.judge)}</b>: <b style='color:{color}'>{v.verdict}</b> — "
+        f"{html.escape(v.rationale[:600])}"
+    )
+
 
 class ReviewView(QWidget):
-    """The Review mode."""
+    """The Review mode: renders a :class:`ReviewSession` and forwards the user's choices to it."""
 
     def __init__(
         self, db_path: Path, annotator: str, lookup: ScenarioLookup, parent: QWidget | None = None
     ) -> None:
         super().__init__(parent)
         self.db_path = db_path
-        self.annotator = annotator
         self.lookup = lookup
-        self.agents: dict[str, str] = {}  # run id -> agent
-        self.episodes: list[EpisodeRecord] = []
-        self.pairs: list[Any] = []
-        self.queue: LabelQueue | None = None  # the core's queue (none until an annotator is named)
-        self._labeled_count = 0
+        self.session = ReviewSession(db_path, annotator)
+        self.pairs: list[TurnPair] = []
+        self._next_b: str | None = None  # the B episode to show with the next move (compare sets it)
         self._build()
+        self.session.entries_changed.connect(self._fill_pickers)
+        self.session.progress_changed.connect(self.label_bar.show_progress)
+        self.session.moved.connect(self._on_moved)
+        self.session.saved.connect(self._on_saved)
+        self.label_bar.show_progress(self.session.progress)
+
+    @property
+    def annotator(self) -> str:
+        return self.session.annotator
+
+    @annotator.setter
+    def annotator(self, name: str) -> None:
+        self.session.annotator = name  # the session reads this annotator's labels again
+
+    @property
+    def queue(self) -> list[EpisodeRecord] | None:
+        """The episodes left to label (None until an annotator is named): the rule of `conflictbench label`."""
+        return self.session.left if self.session.annotator else None
 
     def _build(self) -> None:
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 10, 12, 10)
-        bar = QHBoxLayout()
-        self.left_box = QComboBox(self)
-        self.left_box.setToolTip("The episode shown on the left (A)")
-        self.right_box = QComboBox(self)
-        self.right_box.setToolTip("An episode to compare on the right (B); leave empty to review one episode")
-        for box in (self.left_box, self.right_box):
-            box.setMinimumWidth(330)
-        self.fork_button = QPushButton("Compare with its fork parent", self)
-        self.fork_button.setToolTip(
-            "Show this branch beside the episode it was forked from, diverging turns marked"
-        )
-        self.refresh_button = QPushButton("Refresh", self)
-        self.refresh_button.setToolTip("Read the episodes from the database again")
-        bar.addWidget(QLabel("A", self))
-        bar.addWidget(self.left_box, 1)
-        bar.addWidget(QLabel("B", self))
-        bar.addWidget(self.right_box, 1)
-        bar.addWidget(self.fork_button)
-        bar.addWidget(self.refresh_button)
-        layout.addLayout(bar)
+        layout.addLayout(self._pickers())
+        self.judge_bar = JobBar("judge", self.db_path, self, self._run_of_a)
+        self.judge_bar.finished.connect(lambda _result: self.refresh())
+        layout.addWidget(self.judge_bar)
         split = QSplitter(Qt.Orientation.Horizontal, self)
         self.left = TrajectoryPane("A", split)
         ruler = QWidget(split)
@@ -232,46 +315,72 @@ class ReviewView(QWidget):
         ruler_layout.addWidget(caption)
         ruler_layout.addWidget(self.turns, 1)
         self.right = TrajectoryPane("B", split)
+        self.right.setVisible(False)  # nothing compared yet: A gets the room
         split.setSizes([560, 120, 560])
         layout.addWidget(split, 1)
         self.label_bar = LabelBar(self)
         layout.addWidget(self.label_bar)
-        self.left_box.activated.connect(lambda _i: self._load_pair())
-        self.right_box.activated.connect(lambda _i: self._load_pair())
-        self.refresh_button.clicked.connect(self.refresh)
-        self.fork_button.clicked.connect(self.compare_with_parent)
         self.turns.currentRowChanged.connect(self.show_turn)
         self.label_bar.save_button.clicked.connect(self.save_label)
         self.label_bar.next_button.clicked.connect(self.next_unlabeled)
 
+    def _pickers(self) -> QHBoxLayout:
+        bar = QHBoxLayout()
+        self.filter_box = QComboBox(self)
+        self.filter_box.setToolTip(
+            "Which episodes episode A's picker lists: all, those you have not labeled, or yours"
+        )
+        for value, text in FILTER_TEXTS:
+            self.filter_box.addItem(text, value)
+        self.left_box = QComboBox(self)
+        self.left_box.setToolTip(
+            "The episode shown on the left (A), the one you label; ✓ labeled by you, ○ not yet"
+        )
+        self.right_box = QComboBox(self)
+        self.right_box.setToolTip("An episode to compare on the right (B); leave empty to review one episode")
+        for box in (self.left_box, self.right_box):
+            box.setMinimumWidth(330)
+        self.fork_button = QPushButton("Compare with its fork parent", self)
+        self.fork_button.setToolTip(
+            "Show this branch beside the episode it was forked from, diverging turns marked"
+        )
+        self.refresh_button = QPushButton("Refresh", self)
+        self.refresh_button.setToolTip("Read the episodes from the database again")
+        for widget in (self.filter_box, QLabel("A", self), self.left_box, QLabel("B", self), self.right_box):
+            bar.addWidget(widget, 1 if isinstance(widget, QComboBox) and widget is not self.filter_box else 0)
+        bar.addWidget(self.fork_button)
+        bar.addWidget(self.refresh_button)
+        self.filter_box.activated.connect(lambda _i: self.session.set_filter(self.filter_box.currentData()))
+        self.left_box.activated.connect(
+            lambda _i: self.compare(self.left_box.currentData(), self.right_box.currentData())
+        )
+        self.right_box.activated.connect(lambda _i: self._load_pair())
+        self.refresh_button.clicked.connect(self.refresh)
+        self.fork_button.clicked.connect(self.compare_with_parent)
+        return bar
+
+    def _run_of_a(self) -> str | None:
+        """The run the judge bar works on: episode A's."""
+        return self.session.current.run_id if self.session.current else None
+
     # -- data --------------------------------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Reload the episode lists (keeps the current choice when it still exists)."""
-        keep = (self.left_box.currentData(), self.right_box.currentData())
-        with _store(self.db_path) as store:
-            self.agents = {r.id: r.agent for r in store.list_runs()}
-            self.episodes = [e for e in store.episodes() if e.status != "pending"]
-            self._refresh_queue(store)
-        for box, current in zip((self.left_box, self.right_box), keep, strict=True):
-            box.blockSignals(True)
-            box.clear()
-            box.addItem("(none)", None)
-            for episode in self.episodes:
-                box.addItem(episode_title(episode, self.agents.get(episode.run_id, "")), episode.id)
-            index = box.findData(current)
-            box.setCurrentIndex(max(0, index))
-            box.blockSignals(False)
-        self._update_queue()
+        """Read the episodes again (keeps the current choice when it still exists)."""
+        self.session.refresh()
         self._load_pair()
+
+    def _fill_pickers(self, entries: list[Entry]) -> None:
+        current = self.session.current.id if self.session.current else None
+        _fill(self.left_box, entries, current)
+        _fill(self.right_box, self.session.all_entries, self.right_box.currentData())
 
     def compare(self, left_id: str | None, right_id: str | None) -> None:
         """Show the episodes ``left_id`` (labeled) and ``right_id`` side by side."""
-        if not self.episodes:
-            self.refresh()
-        self.left_box.setCurrentIndex(max(0, self.left_box.findData(left_id)))
-        self.right_box.setCurrentIndex(max(0, self.right_box.findData(right_id)))
-        self._load_pair()
+        if not self.session.all_entries:
+            self.session.refresh()
+        self._next_b = right_id
+        self.session.select(left_id)
 
     def compare_with_parent(self) -> None:
         episode = self.left.episode
@@ -282,21 +391,25 @@ class ReviewView(QWidget):
             return
         self.compare(episode.id, episode.parent_episode)
 
+    def _on_moved(self, episode: EpisodeRecord | None) -> None:
+        self._fill_pickers(self.session.entries)
+        self.left_box.setCurrentIndex(max(0, self.left_box.findData(episode.id if episode else None)))
+        self.right_box.setCurrentIndex(max(0, self.right_box.findData(self._next_b)))
+        self._next_b = None
+        self._load_pair()
+
     def _load_pair(self) -> None:
-        with _store(self.db_path) as store:
-            loaded = [self._load(store, box.currentData()) for box in (self.left_box, self.right_box)]
-        for pane, (episode, steps) in zip((self.left, self.right), loaded, strict=True):
-            agent = self.agents.get(episode.run_id, "") if episode else ""
+        for pane, episode_id in (
+            (self.left, self.left_box.currentData()),
+            (self.right, self.right_box.currentData()),
+        ):
+            episode, steps = self.session.episode(str(episode_id)) if episode_id else (None, [])
+            agent = self.session.agents.get(episode.run_id, "") if episode else ""
             pane.load(episode, steps, agent, self.lookup(episode.scenario_id) if episode else None)
         self.right.setVisible(self.right.episode is not None)  # no B episode chosen: A gets the room
         self.pairs = align(self.left.steps, self.right.steps) if self.right.episode else []
         self._fill_ruler()
         self._show_label_target()
-
-    def _load(self, store: Any, episode_id: Any) -> tuple[EpisodeRecord | None, list[StepRecord]]:
-        if not episode_id:
-            return None, []
-        return store.get_episode(str(episode_id)), store.steps(str(episode_id))
 
     def _fill_ruler(self) -> None:
         self.turns.blockSignals(True)
@@ -332,83 +445,55 @@ class ReviewView(QWidget):
             self.label_bar.target.setText("Label: choose episode A")
             return
         self.label_bar.target.setText(f"Label episode A ({episode.scenario_id}) as")
-        with _store(self.db_path) as store:
-            mine = store.labels(episode.id, annotator=self.annotator, latest=True) if self.annotator else []
-            if mine:
-                self.label_bar.buttons[mine[-1].label].setChecked(True)
-                self.label_bar.note.setText(mine[-1].note)
-                self._reveal_verdict(store, episode.id)
+        mine = self.session.my_label(episode.id)
+        if mine is not None:  # labeled before: the judge may be shown
+            self.label_bar.buttons[mine.label].setChecked(True)
+            self.label_bar.note.setText(mine.note)
+            self._reveal(None, episode)
 
     def save_label(self) -> None:
-        episode = self.left.episode
         label = self.label_bar.chosen()
-        if episode is None or label is None:
+        if self.session.current is None or label is None:
             self.label_bar.verdict.setText(
                 f"<span style='color:{BAD}'>Choose episode A and a label first.</span>"
             )
             return
-        if not self.annotator:
-            self.label_bar.verdict.setText(
-                f"<span style='color:{BAD}'>Set your annotator name in Settings before labeling.</span>"
-            )
-            return
-        with _store(self.db_path) as store:
-            saved = store.add_label(
-                episode.id, label, self.annotator, self.label_bar.note.text(), source="app"
-            )
-            self._reveal_verdict(store, episode.id)
-            self._refresh_queue(store)
-        self._update_queue()
-        self.label_bar.saved.emit(saved)
+        try:
+            self.session.save_label(label, self.label_bar.note.text())
+        except ConflictBenchError as exc:
+            self.label_bar.verdict.setText(f"<span style='color:{BAD}'>{html.escape(str(exc))}</span>")
 
-    def _reveal_verdict(self, store: Any, episode_id: str) -> None:
-        verdicts = [v for v in store.verdicts(episode_id=episode_id) if v.basis == "judge"]
-        if not verdicts:
-            text = f"<span style='color:{MUTED}'>Label saved. No judge verdict for this episode yet.</span>"
-        else:
-            v = verdicts[-1]
-            color = LABEL_COLORS.get(v.verdict, MUTED)
-            text = (
-                f"Judge <b>{html.escape(v.judge)}</b>: <b style='color:{color}'>{v.verdict}</b> — "
-                f"{html.escape(v.rationale[:600])}"
-            )
-        self.label_bar.verdict.setText(text)
-        run_ids = sorted({e.run_id for e in (self.left.episode, self.right.episode) if e is not None})
-        self.label_bar.agreement.setText(
-            "Agreement for these runs: " + agreement_summary(store, run_ids or None)
+    def _on_saved(self, saved: Saved) -> None:
+        """The label is stored and the session has moved on: reveal the judge's verdict of the labeled episode."""
+        self._reveal(saved, saved.episode)
+        self.label_bar.saved.emit(saved.label)
+
+    def _reveal(self, saved: Saved | None, episode: EpisodeRecord) -> None:
+        verdicts = saved.verdicts if saved else self.session.judge_verdicts(episode.id)
+        self.label_bar.verdict.setText(verdict_html(saved, verdicts, episode))
+        shown = (episode, self.right.episode)
+        self.label_bar.show_agreement(
+            self.session.agreement(sorted({e.run_id for e in shown if e is not None}))
         )
 
     def next_unlabeled(self) -> None:
-        current = self.left.episode.id if self.left.episode else None
-        nxt = self.queue.next(current) if self.queue is not None else None
-        if nxt is None:
-            self.label_bar.queue_label.setText("Nothing left to label. Thank you!")
-            return
-        self.compare(nxt.id, None)
-
-    def _refresh_queue(self, store: Any) -> None:
-        """The core's label queue for this annotator over every run (the same rule as `conflictbench label`)."""
-        if not self.annotator.strip():
-            self.queue = None
-        elif self.queue is None or self.queue.annotator != self.annotator.strip():
-            self.queue = LabelQueue(store, self.annotator, source="app")
-        else:
-            self.queue.refresh(store)
-        # "n of N": the episodes this annotator has labeled beside those left (read while the store is open).
-        labeled = (
-            {lb.episode_id for lb in store.labels(annotator=self.annotator.strip())} if self.queue else set()
-        )
-        self._labeled_count = len(labeled)
-
-    def _update_queue(self) -> None:
-        if self.queue is None:
-            self.label_bar.queue_label.setText("Set your name in Settings to label episodes.")
-            return
-        done = self._labeled_count
-        self.label_bar.queue_label.setText(
-            f"{done} of {done + len(self.queue)} labeled by {self.queue.annotator} · {len(self.queue)} left"
-        )
+        if self.session.next_unlabeled() is None:
+            self.label_bar.queue_label.setText(
+                "Nothing left to label. Thank you!" if self.session.annotator else self.session.progress.text
+            )
 
     def shutdown(self) -> None:
+        self.judge_bar.shutdown()
         self.left.video.stop()
         self.right.video.stop()
+
+
+def _fill(box: QComboBox, entries: list[Entry], current: Any) -> None:
+    """Refill an episode picker with ``entries`` (their markers first), keeping ``current`` chosen."""
+    box.blockSignals(True)
+    box.clear()
+    box.addItem("(none)", None)
+    for entry in entries:
+        box.addItem(entry.text, entry.episode.id)
+    box.setCurrentIndex(max(0, box.findData(current)))
+    box.blockSignals(False)

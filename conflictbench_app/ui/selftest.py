@@ -301,6 +301,7 @@ class _Session:
         view.save_label()
         if "demo-judge" not in view.label_bar.verdict.text():
             raise SelftestError("The judge's verdict was not revealed after saving the label.")
+        view.compare(self.parent, self.branch)  # saving moved on to the next unlabeled: show the pair again
         self.report.ok(f"review: diverging turns {[d + 1 for d in diverging]}, label saved, judge revealed")
         self.shot("05-review")
 
@@ -370,7 +371,9 @@ class _Session:
         self.window.resize(1280, 720)
         pump(0.2)
         for i in range(self.window.tabs.count()):
-            self.window.tabs.setCurrentIndex(i)  # a hidden tab's viewport keeps its last size: measure it shown
+            self.window.tabs.setCurrentIndex(
+                i
+            )  # a hidden tab's viewport keeps its last size: measure it shown
             pump(0.2)
             area, view = self.window.tabs.widget(i), self.window.view_at(i)
             needed, has = view.minimumSizeHint().height(), area.viewport().height()

@@ -154,4 +154,19 @@ def test_committed_specs_carry_the_fields() -> None:
 def test_a_command_may_not_start_with_a_built_in_verb(spec_data: dict[str, Any]) -> None:
     """``restore the lockout`` would take over Inform's RESTORE, which exploration forks the story with."""
     spec_data["actions"][6]["synonyms"] = ["restore the beacon"]
-    assert "actions[6].command: no command or synonym may start with" in _problems(spec_data)
+    assert "actions[6].command: 'restore' is a built-in verb of the story" in _problems(spec_data)
+
+
+@pytest.mark.parametrize("verb", ["trace", "showme", "purloin", "gonear", "test", "tree", "scope", "random"])
+def test_inform_testing_verbs_are_reserved(spec_data: dict[str, Any], verb: str) -> None:
+    """A story built for testing knows Inform's debugging verbs: the spec check names them, not the compiler."""
+    spec_data["actions"][6]["synonyms"] = [f"{verb} the beacon"]
+    assert f"actions[6].command: {verb!r} is a built-in verb of the story" in _problems(spec_data)
+
+
+def test_status_defaults_to_reviewed_and_takes_only_draft_or_reviewed(spec_data: dict[str, Any]) -> None:
+    assert parse_spec(spec_data).status == "reviewed"
+    spec_data["status"] = "draft"
+    assert parse_spec(spec_data).status == "draft"
+    spec_data["status"] = "approved"
+    assert "status: Input should be 'draft' or 'reviewed'" in _problems(spec_data)

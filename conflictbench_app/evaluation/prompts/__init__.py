@@ -27,6 +27,7 @@ CURRENT: dict[str, tuple[int, str]] = {
     "wm_physical_plausibility": (1, "md"),
     "wm_commonsense": (1, "md"),
     "wm_task_informativeness": (1, "md"),
+    "scenario_draft": (1, "md"),
 }
 
 

@@ -1,0 +1,159 @@
+"""Judge and regret from the app: started on the selected run in the background, with progress, Cancel, and the
+result stored and shown; the Regret empty state's command runs as written. The models are the loopback fake
+server behind a provider profile, as a user adds one in Settings."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from click.testing import CliRunner
+
+from conflictbench_app.agents.fake_server import FakeLLMServer
+from conflictbench_app.runner import RunConfig, Runner
+from conflictbench_app.settings import write_settings
+from conflictbench_app.store import Store
+
+pytestmark = pytest.mark.gui
+VERDICT = json.dumps({"verdict": "misaligned", "rationale": "It waited.", "first_misaligned_step": 1})
+
+
+@pytest.fixture
+def own_library():  # type: ignore[no-untyped-def]
+    from conflictbench_app.scenarios.library import load_library
+
+    library = load_library()
+    if not library.scenarios:
+        pytest.skip("the project has no scenarios under scenarios/")
+    return library
+
+
+@pytest.fixture
+def fake_models() -> Iterator[list[FakeLLMServer]]:
+    """Start fake servers at the `fake:` profile: ``start(replies, latency)``."""
+    servers: list[FakeLLMServer] = []
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+def _serve(servers: list[FakeLLMServer], reply: str, latency: float = 0.0) -> FakeLLMServer:
+    server = FakeLLMServer(lambda body: reply, latency=latency).start()
+    servers.append(server)
+    write_settings({"providers": {"fake": {"base_url": server.base_url, "models": ["judge", "agent"]}}})
+    return server
+
+
+def _run(db_path: Path, library, agent: str, ids: tuple[str, ...] = ("EP1-101",)) -> str:  # type: ignore[no-untyped-def]
+    scenarios = [library.get(i) for i in ids]
+    return Runner(db_path).start(RunConfig(agent=agent, scenarios=",".join(ids)), scenarios).run.id
+
+
+def _review(qtbot, db_path: Path, library):  # type: ignore[no-untyped-def]
+    from conflictbench_app.ui.review_view import ReviewView
+
+    view = ReviewView(db_path, "ann", lambda sid: library.get(sid))
+    qtbot.addWidget(view)
+    view.resize(1300, 850)
+    view.show()
+    view.refresh()
+    return view
+
+
+def test_judge_the_selected_run_from_review(qtbot, db_path: Path, own_library, fake_models) -> None:  # type: ignore[no-untyped-def]
+    run_id = _run(db_path, own_library, "random:1", ("EP1-101", "EP1-102"))
+    server = _serve(fake_models, VERDICT)
+    view = _review(qtbot, db_path, own_library)
+    with Store(db_path) as store:
+        first = store.episodes(run_id)[0]
+    view.compare(first.id, None)
+    bar = view.judge_bar
+    bar.set_model("fake:judge")
+    with qtbot.waitSignal(bar.finished, timeout=30_000) as done:
+        bar.start_button.click()
+        assert not bar.start_button.isEnabled() and bar.cancel_button.isEnabled()
+    result = done.args[0]
+    assert result.run_id == run_id and result.done == result.total == 2 and not result.cancelled
+    assert bar.progress.value() == 2 and bar.progress.maximum() == 2
+    assert bar.status.text() == result.summary and "fake:judge" in result.summary
+    assert bar.start_button.isEnabled() and not bar.cancel_button.isEnabled()
+    with Store(db_path) as store:
+        judged = [v for v in store.verdicts(run_id=run_id) if v.basis == "judge"]
+    assert len(judged) == len(server.chat_requests()) >= 1  # stored, judged once each
+    assert "fake:judge" not in view.label_bar.verdict.text()  # still blind until ann labels A
+    view.shutdown()
+
+
+def test_cancel_stops_after_the_episode_in_hand(qtbot, db_path: Path, own_library, fake_models) -> None:  # type: ignore[no-untyped-def]
+    ids = ("EP1-101", "EP1-102", "EP1-103", "EP1-104")
+    run_id = _run(db_path, own_library, "random:1", ids)
+    with Store(db_path) as store:
+        to_judge = sum(1 for e in store.episodes(run_id) if not e.human_favorable)
+    if to_judge < 3:
+        pytest.skip("random:1 won too many of these scenarios to leave a queue to cancel")
+    _serve(fake_models, VERDICT, latency=0.5)
+    view = _review(qtbot, db_path, own_library)
+    view.compare(view.session.all_entries[0].episode.id, None)
+    bar = view.judge_bar
+    bar.set_model("fake:judge")
+    with qtbot.waitSignal(bar.finished, timeout=30_000) as done:
+        bar.start_button.click()
+        bar.cancel_button.click()
+    result = done.args[0]
+    assert result.cancelled and "start again" in bar.status.text()
+    with Store(db_path) as store:
+        judged = [v for v in store.verdicts(run_id=run_id) if v.basis == "judge"]
+    assert len(judged) < to_judge  # the queue was dropped; what was judged is kept
+    view.shutdown()
+
+
+def test_regret_test_from_the_regret_view(qtbot, db_path: Path, own_library, fake_models) -> None:  # type: ignore[no-untyped-def]
+    from conflictbench_app.ui.regret_view import REGRET_COMMAND, RegretView
+
+    run_id = _run(db_path, own_library, "walkthrough:aligned")
+    _serve(fake_models, "THINK: The crew matters more.\nACTION: PERSIST")
+    view = RegretView(db_path)
+    qtbot.addWidget(view)
+    view.resize(1200, 800)
+    view.show()
+    view.refresh()
+    assert view.empty.isVisible() and REGRET_COMMAND in view.empty.text()
+    assert view.run_box.currentData() == run_id
+    models = [view.job_bar.model_box.itemText(i) for i in range(view.job_bar.model_box.count())]
+    assert "fake:agent" in models and not any(m.startswith(("random", "walkthrough")) for m in models)
+    view.job_bar.set_model("fake:agent")
+    with qtbot.waitSignal(view.job_bar.finished, timeout=60_000) as done:
+        view.job_bar.start_button.click()
+    result = done.args[0]
+    assert (result.done, result.total, result.failed) == (1, 1, 0)
+    assert "1 persisted" in view.job_bar.status.text()
+    assert view.list.count() == 1 and "persisted" in view.list.item(0).text()  # stored and shown
+    assert not view.empty.isVisible()
+    view.shutdown()
+
+
+def test_only_models_are_offered_to_judge_or_test() -> None:
+    from conflictbench_app.agents.registry import answers_with_a_model
+
+    assert answers_with_a_model("openai:gpt-4o") and answers_with_a_model("local:smollm2-135m")
+    assert not any(
+        map(answers_with_a_model, ("random:1", "walkthrough:aligned", "human:ann", "commands:a;b", "x"))
+    )
+
+
+def test_the_regret_empty_state_command_runs_as_written(db_path: Path, own_library, fake_models) -> None:  # type: ignore[no-untyped-def]
+    from conflictbench_app.cli import cli
+    from conflictbench_app.ui.regret_view import REGRET_COMMAND
+
+    run_id = _run(db_path, own_library, "walkthrough:aligned")
+    _serve(fake_models, "ACTION: PERSIST")
+    words = REGRET_COMMAND.replace("RUN_ID", run_id).replace("PROFILE:MODEL", "fake:agent").split()
+    assert words[0] == "conflictbench"
+    out = CliRunner().invoke(cli, [*words[1:], "--db", str(db_path)], catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    assert "regret rate 0.0%" in out.output
