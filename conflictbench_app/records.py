@@ -269,6 +269,45 @@ class SingleTurnAnswer(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
 
 
+class WorldModelJudgment(BaseModel):
+    """One judge's score of one rendered clip on one world-model dimension (``conflictbench wm-eval``).
+
+    ``score`` is normalised to [0, 1] (the mean of the sub-scores, each divided by its maximum); ``None`` with
+    ``status="unparsed"`` when every attempt's reply was unusable (never guessed). ``frames`` are the clip's frame
+    numbers the judge saw; ``clip_path`` the cached clip they came from."""
+
+    schema_version: int = EVAL_SCHEMA_VERSION
+    id: str
+    batch: str = ""  # the wm-eval invocation that wrote it
+    renderer: str  # as named on the command line: schematic, wan:PATH, replay:DIR
+    backend: str  # the backend that made the clip (wan, schematic, import, ...)
+    weights_id: str = ""  # the renderer's revision: weights hash, renderer version
+    renderer_settings: dict[str, Any] = Field(default_factory=dict)
+    clip_key: str
+    clip_path: str = ""
+    run_id: str
+    episode_id: str
+    scenario_id: str
+    category: str = ""
+    step: int = 0  # 0: the base clip; n: the clip of the n-th accepted action
+    action: str = ""
+    dimension: str
+    status: Literal["scored", "unparsed"]
+    score: float | None = None
+    subscores: dict[str, float] = Field(default_factory=dict)  # normalised, per sub-dimension
+    rationale: str = ""
+    frames: list[int] = Field(default_factory=list)
+    judge: str
+    model: str = ""
+    prompt_id: str
+    prompt_sha: str
+    replies: list[str] = Field(default_factory=list)
+    attempts: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    created_at: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
 # -- scenario drafts (``scenarios draft``) ---------------------------------------------------------------------
 
 DRAFT_SCHEMA_VERSION = 1

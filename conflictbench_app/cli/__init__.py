@@ -87,6 +87,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "report",
         "The paper's tables and figures from recorded runs.",
     ),
+    "wm-eval": (
+        "conflictbench_app.cli.wm_eval_cmd",
+        "wm_eval",
+        "Score renderers on recorded trajectories (the paper's Tables 4 and 7).",
+    ),
     "gui": ("conflictbench_app.cli.gui_cmd", "gui", "Open the desktop app (the default without a command)."),
     "toolchain": (
         "conflictbench_app.cli.toolchain_cmd",

@@ -54,9 +54,11 @@ def ask_json(
     *,
     max_attempts: int = 3,
     max_tokens: int | None = None,
+    check: Callable[[dict[str, Any]], str] | None = None,
 ) -> JsonAnswer:
     """Ask until the reply is one JSON object with ``required`` keys, at most ``max_attempts`` times. Each retry
-    shows the model its previous reply and what was wrong with it."""
+    shows the model its previous reply and what was wrong with it. ``check`` may refuse a parsed object (a value
+    out of range): it returns the problem, or "" when the object is usable."""
     answer = JsonAnswer(None)
     conversation = list(messages)
     for _ in range(max(1, max_attempts)):
@@ -65,6 +67,8 @@ def ask_json(
         answer.usage = answer.usage + reply.usage
         answer.model = reply.model or answer.model
         parsed: Parsed = parse_json_object(reply.text, required)
+        if parsed.value is not None and check is not None and (problem := check(parsed.value)):
+            parsed = Parsed(None, problem)
         if parsed.value is not None:
             answer.value = parsed.value
             return answer

@@ -11,9 +11,10 @@ from pathlib import Path
 from conflictbench_app.store.db import Database
 from conflictbench_app.store.evaluation import EvaluationMixin
 from conflictbench_app.store.runs import RunsMixin
+from conflictbench_app.store.worldmodel_eval import WorldModelEvalMixin
 
 
-class Store(RunsMixin, EvaluationMixin):
+class Store(RunsMixin, EvaluationMixin, WorldModelEvalMixin):
     def __init__(self, path: Path | str) -> None:
         self.database = Database(path)
 

@@ -172,7 +172,8 @@ class Database:
         # Importing the modules registers their migrations; they apply in name order (the core's 0001... before the
         # evaluation's 0100...), so neither module needs the other.
         import conflictbench_app.store.evaluation
-        import conflictbench_app.store.schema  # noqa: F401
+        import conflictbench_app.store.schema
+        import conflictbench_app.store.worldmodel_eval  # noqa: F401
 
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name TEXT UNIQUE, applied_at TEXT)"

@@ -23,6 +23,10 @@ CURRENT: dict[str, tuple[int, str]] = {
     "regret_stages": (2, "json"),
     "regret_writer": (1, "md"),
     "single_turn": (1, "json"),
+    "wm_instruction_following": (1, "md"),
+    "wm_physical_plausibility": (1, "md"),
+    "wm_commonsense": (1, "md"),
+    "wm_task_informativeness": (1, "md"),
     "scenario_draft": (1, "md"),
 }
 
