@@ -40,6 +40,9 @@ class EndingFound:
     shortest: list[str]
     by_clock: bool = False
     text: str = ""
+    proven_shortest: bool = (
+        True  # found by the breadth-first search (not by a random continuation after a cut)
+    )
 
 
 @dataclass
@@ -142,7 +145,9 @@ def _all_words(scenario: Scenario, commands: list[str]) -> list[str]:
 
 def _unparsed(game: GlulxGame, root: _Node, words: list[str]) -> list[str]:
     answers = game.branch(root.snapshot, words)
-    return [word for word, b in zip(words, answers, strict=True) if not StoryProtocol.understood(b.output.text)]
+    return [
+        word for word, b in zip(words, answers, strict=True) if not StoryProtocol.understood(b.output.text)
+    ]
 
 
 def _bfs(
@@ -220,6 +225,7 @@ def _rollouts(
     report says that exploration was not complete.
     """
     rng = random.Random(0)
+    known = {e.ending: len(e.shortest) for e in result.endings.values()}
     for i in range(count):
         node = starts[i % len(starts)]
         game.load_snapshot(node.snapshot)
@@ -231,6 +237,9 @@ def _rollouts(
             if isinstance(child, Outcome) and child.kind == "ending":
                 break
             node = child if isinstance(child, _Node) else node
+    for found in result.endings.values():
+        if known.get(found.ending) != len(found.shortest):
+            found.proven_shortest = False
 
 
 def _step(

@@ -113,10 +113,11 @@ def _attach_authoring() -> None:
 
     if importlib.util.find_spec("conflictbench_app.cli.authoring_cmd") is None:
         return
-    from conflictbench_app.cli.authoring_cmd import build, stats, verify
+    from conflictbench_app.cli.authoring_cmd import audit, build, stats, verify
 
     scenarios.add_command(build)
     scenarios.add_command(verify)
+    scenarios.add_command(audit)
     scenarios.add_command(stats)
 
 

@@ -238,7 +238,12 @@ class GlulxGame:
         for i, (kind, value) in enumerate(events):
             event: dict[str, Any] = {"type": "line", "gen": gen + i, "window": window, "value": value}
             if kind == "file":
-                event = {"type": "specialresponse", "gen": gen + i, "response": "fileref_prompt", "value": value}
+                event = {
+                    "type": "specialresponse",
+                    "gen": gen + i,
+                    "response": "fileref_prompt",
+                    "value": value,
+                }
             lines.append(json.dumps(event))
         self._write("\n".join(lines) + "\n")
         updates = [self._apply(self._read_update()) for _ in events]
