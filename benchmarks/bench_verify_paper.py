@@ -68,8 +68,12 @@ def main() -> None:
     args = parser.parse_args()
     scenarios, problems = load_paper_tree(args.source, cache_dir=get_settings().cache_dir)
     if not scenarios:
-        sys.exit(f"No paper games under {args.source}: pass --source (the shared corpus is ../shared/paper-corpus).")
-    print(f"{len(scenarios)} games under {args.source} ({len(problems)} not loadable); cap {args.max_states} states")
+        sys.exit(
+            f"No paper games under {args.source}: pass --source (the shared corpus is ../shared/paper-corpus)."
+        )
+    print(
+        f"{len(scenarios)} games under {args.source} ({len(problems)} not loadable); cap {args.max_states} states"
+    )
     sample = scenarios[:: max(1, len(scenarios) // args.baseline_games)][: args.baseline_games]
     old_wall, old_rows = _run(sample, args.max_states, args.jobs, old=True)
     new_sample_wall, new_sample_rows = _run(sample, args.max_states, args.jobs, old=False)
