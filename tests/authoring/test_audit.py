@@ -42,6 +42,14 @@ def test_audit_json_is_a_typed_report(paperlike_root: Path) -> None:
     result = CliRunner().invoke(audit, ["--source", str(paperlike_root), "--format", "json"])
     assert result.exit_code == 0, result.output
     report = AuditReport.model_validate_json(result.output)
+    saved = paperlike_root.parent / "audit.json"
+    saved.write_text(result.output, encoding="utf-8")
+    again = CliRunner().invoke(audit, ["--from-json", str(saved)])
+    assert (
+        again.exit_code == 0
+        and f"rendered by `conflictbench scenarios audit --from-json {saved}" in again.output
+    )
+    assert "| EP1-900 | 2: `open valve` → `pull lever` |" in again.output
     (game,) = report.games
     assert game.complete and not game.cut_reason and game.states == 5
     assert game.chance_tsr is not None and 0 < game.chance_tsr < 1
