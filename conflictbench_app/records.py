@@ -339,3 +339,49 @@ class DraftRecord(BaseModel):
     verified: bool
     tries: list[DraftTry] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+
+
+AUDIT_SCHEMA_VERSION = 1
+
+
+class GameAudit(BaseModel):
+    """What exploration proves about one story, against the paper's design rules (``scenarios audit``)."""
+
+    schema_version: int = AUDIT_SCHEMA_VERSION
+    id: str
+    category: str
+    title: str = ""
+    human_reachable: bool = False
+    human_path: list[str] | None = None  # the shortest path found to the human-favorable ending
+    human_path_proven: bool = False  # found by the breadth-first search, so no shorter path exists
+    one_action_wins: list[str] = Field(default_factory=list)  # commands that win from the start
+    one_action_harmful: dict[str, str] = Field(
+        default_factory=dict
+    )  # command -> harmful ending, from the start
+    timeout_endings: list[str] = Field(default_factory=list)  # endings reached when the clock ran out
+    timeout_harmful: bool | None = None  # None: no ending was seen when the clock ran out
+    help_spends_turn: bool | None = None  # None: the story prints no clock to tell
+    unreached_endings: list[str] = Field(default_factory=list)
+    chance_tsr: float | None = None
+    chance_bounds: tuple[float, float] = (0.0, 1.0)
+    states: int = 0
+    transitions: int = 0
+    complete: bool = False
+    cut_reason: str = ""
+    seconds: float = 0.0
+    notes: list[str] = Field(default_factory=list)
+    error: str = ""  # the story could not be loaded or explored
+
+
+class AuditReport(BaseModel):
+    """An audit over a folder of stories, with what produced it."""
+
+    schema_version: int = AUDIT_SCHEMA_VERSION
+    tool_version: str
+    reader_version: str
+    source: str
+    created: str  # ISO 8601, UTC
+    turn_cap: int
+    max_states: int
+    command: str
+    games: list[GameAudit] = Field(default_factory=list)

@@ -1,7 +1,7 @@
 """Explore every sequence of listed actions of a compiled story through the real interpreter, exhaustively.
 
-Breadth-first over the listed actions, forking with the story's own save/restore (``GlulxGame.snapshot``, one
-interpreter process per story), so the first path found to an ending is a shortest one. States are deduplicated by an
+Breadth-first over the listed actions, forking with the story's own save/restore (one interpreter process per
+story; ``GlulxGame.branch`` runs a state's whole fan-out of actions without waiting between inputs), so the first path found to an ending is a shortest one. States are deduplicated by an
 exact key: for our stories ("marked" protocol) the JSON state window, which holds every variable the story has; for
 the paper's stories ("text" protocol) a digest of the save file's memory (:mod:`quetzal`), which holds every hidden
 variable. What a command did (its new state, acceptance, the ending and its outcome) is the story protocol's rule
@@ -40,6 +40,9 @@ class EndingFound:
     shortest: list[str]
     by_clock: bool = False
     text: str = ""
+    proven_shortest: bool = (
+        True  # found by the breadth-first search (not by a random continuation after a cut)
+    )
 
 
 @dataclass
@@ -141,12 +144,10 @@ def _all_words(scenario: Scenario, commands: list[str]) -> list[str]:
 
 
 def _unparsed(game: GlulxGame, root: _Node, words: list[str]) -> list[str]:
-    bad = []
-    for word in words:
-        game.load_snapshot(root.snapshot)
-        if not StoryProtocol.understood(game.send(word).text):
-            bad.append(word)
-    return bad
+    answers = game.branch(root.snapshot, words)
+    return [
+        word for word, b in zip(words, answers, strict=True) if not StoryProtocol.understood(b.output.text)
+    ]
 
 
 def _bfs(
@@ -171,16 +172,13 @@ def _bfs(
         if depth_cap is not None and node.depth >= depth_cap:
             _cut(result, cut, node, f"the depth limit ({depth_cap} actions) was reached")
             continue
-        for command in commands:
-            game.load_snapshot(node.snapshot)
-            out = game.send(command)
+        for command, branch in zip(commands, game.branch(node.snapshot, commands), strict=True):
             result.transitions += 1
-            child = _step(protocol, node, command, out, result)
+            child = _step(protocol, node, command, branch.output, result)
             if not isinstance(child, _Node):
                 graph.add(node.key, command, child)
                 continue
-            if keys is not None:  # the exact key needs the save; ours read it from the state window
-                child.snapshot = game.snapshot()
+            child.snapshot = branch.save if branch.save is not None else _replay_save(game, node, command)
             child.key = _key(protocol, child, keys)
             graph.add(node.key, command, Outcome("state", child.key))
             if child.key in seen:
@@ -189,8 +187,6 @@ def _bfs(
                 _cut(result, cut, node, f"the safety cap of {max_states} distinct states was reached")
                 continue
             seen.add(child.key)
-            if keys is None:
-                child.snapshot = game.snapshot()
             queue.append(child)
     result.states = len(seen)
     if result.truncated:
@@ -198,6 +194,14 @@ def _bfs(
             f" (the deepest state explored is {result.max_depth_seen} actions from the start)"
         )
     return cut
+
+
+def _replay_save(game: GlulxGame, node: _Node, command: str) -> bytes:
+    """The save after ``command`` one step at a time, for a story that did not save inside a fan-out (it asked a
+    question of its own after the command): the file prompt is then answered when the story asks for it."""
+    game.load_snapshot(node.snapshot)
+    game.send(command)
+    return game.snapshot()
 
 
 def _cut(result: Exploration, cut: list[_Node], node: _Node, why: str) -> None:
@@ -221,6 +225,7 @@ def _rollouts(
     report says that exploration was not complete.
     """
     rng = random.Random(0)
+    known = {e.ending: len(e.shortest) for e in result.endings.values()}
     for i in range(count):
         node = starts[i % len(starts)]
         game.load_snapshot(node.snapshot)
@@ -232,6 +237,9 @@ def _rollouts(
             if isinstance(child, Outcome) and child.kind == "ending":
                 break
             node = child if isinstance(child, _Node) else node
+    for found in result.endings.values():
+        if known.get(found.ending) != len(found.shortest):
+            found.proven_shortest = False
 
 
 def _step(

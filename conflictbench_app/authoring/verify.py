@@ -253,7 +253,8 @@ def verify_folder(folder: Path) -> Report:
     return verify_scenario(scenario, walkthroughs=walks)
 
 
-# States are exact (a digest of the save's memory), but each costs a restore (~11 ms) per listed action, and the paper's
+# States are exact (a digest of the save's memory), but each costs a restore, a command and a save per listed action
+# (~3 ms of interpreter time even with the fan-out written ahead; benchmarks/bench_verify_paper.py), and the paper's
 # larger games have tens of thousands: the default cap keeps a corpus run to minutes. A capped report says so and why
 # (explored_fully, cut_reason); --max-states raises it.
 PAPER_MAX_STATES = 1000

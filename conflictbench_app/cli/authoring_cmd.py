@@ -1,4 +1,4 @@
-"""``scenarios build`` and ``scenarios verify`` (attached to the ``scenarios`` group in ``scenarios_cmd``).
+"""``scenarios build``, ``verify``, ``audit`` and ``stats`` (attached to the ``scenarios`` group in ``scenarios_cmd``).
 
 Top-level imports stay light: the authoring modules load only when a command runs.
 """
@@ -15,6 +15,7 @@ import click
 
 if TYPE_CHECKING:
     from conflictbench_app.authoring.verify import Report
+    from conflictbench_app.records import AuditReport
 
 
 def _default_root() -> Path:
@@ -111,6 +112,101 @@ def _keep(root: Path, reports: list[Report]) -> None:
     from conflictbench_app.settings import get_settings
 
     save_reports(get_settings().cache_dir, root, [r.to_json() for r in reports])
+
+
+@click.command("audit")
+@click.argument("ids", nargs=-1)
+@click.option(
+    "--source",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="A paper results tree (folders with env.json and a .ulx story).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "json"]),
+    default="md",
+    show_default=True,
+    help="Report format.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the report here (default: print it).",
+)
+@click.option(
+    "--from-json",
+    "from_json",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Render a saved JSON audit again (in --format) instead of exploring.",
+)
+@click.option(
+    "--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Stories explored at once (default: CPUs)."
+)
+@click.option(
+    "--max-states",
+    type=click.IntRange(10),
+    default=None,
+    help="Safety cap on distinct states per story (default 5000); a story it stops is reported as not complete.",
+)
+def audit(
+    ids: tuple[str, ...],
+    source: Path | None,
+    fmt: str,
+    out: Path | None,
+    from_json: Path | None,
+    jobs: int | None,
+    max_states: int | None,
+) -> None:
+    """Per category and per game: what the paper's design rules say and what exhaustive exploration proves."""
+    from conflictbench_app.authoring.audit_md import render_markdown
+    from conflictbench_app.records import AuditReport
+
+    rendered_by = ""
+    if from_json is not None:
+        report = AuditReport.model_validate_json(from_json.read_text(encoding="utf-8"))
+        rendered_by = f"conflictbench scenarios audit --from-json {from_json} --format {fmt}"
+    else:
+        report = _audit_source(ids, source, fmt, out, jobs, max_states)
+    text = render_markdown(report, rendered_by) if fmt == "md" else report.model_dump_json(indent=2) + "\n"
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    click.echo(f"{out}: {len(report.games)} game(s) audited", err=True)
+
+
+def _audit_source(
+    ids: tuple[str, ...],
+    source: Path | None,
+    fmt: str,
+    out: Path | None,
+    jobs: int | None,
+    max_states: int | None,
+) -> AuditReport:
+    from conflictbench_app.authoring.audit import AUDIT_MAX_STATES, audit_tree
+    from conflictbench_app.scenarios.paper import is_paper_tree
+
+    if source is None:
+        raise click.ClickException("Pass --source DIR (a paper results tree) or --from-json FILE.")
+    if not is_paper_tree(source):
+        raise click.ClickException(
+            f"No env.json under {source}: audit reads paper environments (folders with env.json and a .ulx)."
+        )
+    command = " ".join(["conflictbench scenarios audit", "--source", str(source), "--format", fmt, *ids])
+    if max_states:
+        command += f" --max-states {max_states}"
+    report = audit_tree(
+        source,
+        list(ids),
+        jobs=jobs or min(4, os.cpu_count() or 1),
+        max_states=max_states or AUDIT_MAX_STATES,
+        command=command + (f" --out {out}" if out else ""),
+    )
+    if ids and not report.games:
+        raise click.ClickException(f"No environment matches {', '.join(ids)} under {source}.")
+    return report
 
 
 @click.command("stats")

@@ -116,10 +116,10 @@ def _attach_authoring() -> None:
 
     if importlib.util.find_spec("conflictbench_app.cli.authoring_cmd") is None:
         return
-    from conflictbench_app.cli.authoring_cmd import build, stats, verify
+    from conflictbench_app.cli.authoring_cmd import audit, build, stats, verify
     from conflictbench_app.cli.draft_cmd import draft
 
-    for command in (build, verify, stats, draft):
+    for command in (build, verify, audit, stats, draft):
         scenarios.add_command(command)
 
 

@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,18 @@ class Output:
     @property
     def ended(self) -> bool:
         return self.end_marker is not None or self.final_question or self.exited
+
+
+@dataclass
+class Branch:
+    """What one command did from a snapshot (:meth:`GlulxGame.branch`): its output and a save of the state after it."""
+
+    output: Output
+    save: bytes | None
+
+
+# Commands per written batch of a fan-out: five inputs of ~150 bytes each, far below a pipe's 64 KiB buffer.
+BRANCH_BATCH = 24
 
 
 @dataclass
@@ -179,22 +192,79 @@ class GlulxGame:
 
     def snapshot(self) -> bytes:
         """The current game as bytes (a save file), for forking a trajectory."""
-        if self._tmpdir is None:
-            self._tmpdir = tempfile.TemporaryDirectory(prefix="cb-snap-")
-        written = self.save(Path(self._tmpdir.name) / f"snap{time.monotonic_ns()}")
+        written = self.save(self._snap_dir() / f"snap{time.monotonic_ns()}")
         data = written.read_bytes()
         written.unlink()
         return data
 
     def load_snapshot(self, data: bytes) -> Output:
-        if self._tmpdir is None:
-            self._tmpdir = tempfile.TemporaryDirectory(prefix="cb-snap-")
-        path = Path(self._tmpdir.name) / f"load{time.monotonic_ns()}.glksave"
+        path = self._snap_dir() / f"load{time.monotonic_ns()}.glksave"
         path.write_bytes(data)
         try:
             return self.restore(path)
         finally:
             path.unlink(missing_ok=True)
+
+    def branch(self, snapshot: bytes, commands: Sequence[str]) -> list[Branch]:
+        """What each of ``commands`` does from the state saved in ``snapshot``: its output, and a save of the state
+        after it (None where the story could not save, as at an ending's final question).
+
+        The interpreter is not waited on between inputs: RemGlk answers every input with exactly one update whose
+        generation number is one more than the last (a file answer it did not ask for included, at an ending), so
+        each fan-out is written ahead in batches and its updates read back in order. One batch per
+        :data:`BRANCH_BATCH` commands keeps the written input below the pipe's buffer, so neither side blocks.
+        """
+        if not self.waiting_for_line:
+            raise EngineError("The game is not waiting for a command; it cannot branch from a snapshot.")
+        folder = self._snap_dir()
+        load = folder / "branch-load.glksave"
+        load.write_bytes(snapshot)
+        out: list[Branch] = []
+        for start in range(0, len(commands), BRANCH_BATCH):
+            out += self._branch_batch(load, list(commands[start : start + BRANCH_BATCH]), folder)
+        return out
+
+    def _branch_batch(self, load: Path, commands: list[str], folder: Path) -> list[Branch]:
+        window = self._input["id"] if self._input else 0
+        stems = [folder / f"branch{i}" for i in range(len(commands))]
+        for stem in stems:
+            stem.with_name(stem.name + ".glksave").unlink(missing_ok=True)
+        events = []
+        for command, stem in zip(commands, stems, strict=True):
+            events += [("line", "restore"), ("file", str(load.with_suffix(""))), ("line", command)]
+            events += [("line", "save"), ("file", str(stem))]
+        gen = self._gen
+        lines = []
+        for i, (kind, value) in enumerate(events):
+            event: dict[str, Any] = {"type": "line", "gen": gen + i, "window": window, "value": value}
+            if kind == "file":
+                event = {
+                    "type": "specialresponse",
+                    "gen": gen + i,
+                    "response": "fileref_prompt",
+                    "value": value,
+                }
+            lines.append(json.dumps(event))
+        self._write("\n".join(lines) + "\n")
+        updates = [self._apply(self._read_update()) for _ in events]
+        results = []
+        for i, (command, stem) in enumerate(zip(commands, stems, strict=True)):
+            restored = updates[5 * i + 1]
+            if "failed" in restored.text.lower():
+                raise EngineError(f"The game refused to restore a snapshot: {restored.text.strip()[:200]}")
+            said = updates[5 * i + 2]
+            said.text = _drop_echo(said.text, command)
+            written = stem.with_name(stem.name + ".glksave")
+            results.append(Branch(said, written.read_bytes() if written.is_file() else None))
+        return results
+
+    def _snap_dir(self) -> Path:
+        if self._tmpdir is None:
+            # Memory-backed where the system has it: a fan-out writes and reads a save file per command.
+            shm = Path("/dev/shm")
+            where = str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+            self._tmpdir = tempfile.TemporaryDirectory(prefix="cb-snap-", dir=where)
+        return Path(self._tmpdir.name)
 
     def _file_command(self, verb: str, stem: Path) -> Output:
         self.send(verb)
@@ -214,17 +284,20 @@ class GlulxGame:
     # -- protocol ----------------------------------------------------------------------------------------------
 
     def _exchange(self, event: dict[str, Any]) -> Output:
-        proc = self._require_proc()
         started = time.perf_counter()
-        try:
-            proc.stdin.write((json.dumps(event) + "\n").encode())  # type: ignore[union-attr]
-            proc.stdin.flush()  # type: ignore[union-attr]
-        except (BrokenPipeError, OSError) as exc:
-            raise self._died(f"it closed its input ({exc})") from exc
+        self._write(json.dumps(event) + "\n")
         update = self._read_update()
         out = self._apply(update)
         out.seconds = time.perf_counter() - started
         return out
+
+    def _write(self, text: str) -> None:
+        proc = self._require_proc()
+        try:
+            proc.stdin.write(text.encode())  # type: ignore[union-attr]
+            proc.stdin.flush()  # type: ignore[union-attr]
+        except (BrokenPipeError, OSError) as exc:
+            raise self._died(f"it closed its input ({exc})") from exc
 
     def _require_proc(self) -> subprocess.Popen[bytes]:
         if self._proc is None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conflictbench_app.authoring.inform7 import compile_source
-from conflictbench_app.authoring.quetzal import StateKeys, chunks
+from conflictbench_app.authoring.quetzal import StateKeys, chunks, memory
 from conflictbench_app.engine.glulxe import GlulxGame
 
 HIDDEN = Path(__file__).resolve().parents[1] / "data" / "hidden" / "story.ni"
@@ -62,3 +62,12 @@ def test_chunks_reads_a_real_save(tiny_story: Path) -> None:
     assert {"IFhd", "CMem", "Stks"} <= set(parts)
     with pytest.raises(ValueError, match="Quetzal"):
         chunks(b"not a save")
+
+
+def test_memory_expands_zero_runs() -> None:
+    import struct
+
+    cmem = b"\x00\x00\x00\x07" + b"a\x00\x02b\x00\x00"  # "a", three zeros, "b", one zero
+    body = b"IFZS" + b"CMem" + struct.pack(">I", len(cmem)) + cmem
+    save = b"FORM" + struct.pack(">I", len(body)) + body
+    assert memory(save) == b"\x00\x00\x00\x07" + b"a\x00\x00\x00b\x00"

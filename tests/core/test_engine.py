@@ -43,6 +43,27 @@ def test_snapshot_restores_in_another_process(tiny_story: Path) -> None:
         assert "humans lived" in out.text, "the valve opened before the snapshot must still be open"
 
 
+def test_branch_answers_each_command_from_the_snapshot(tiny_story: Path) -> None:
+    with GlulxGame(tiny_story) as game:
+        game.send("open valve")
+        opened = game.snapshot()
+        commands = ["pull lever", "open valve", "pull lever", "xyzzy"] * 10  # more than one written batch
+        branches = game.branch(opened, commands)
+        assert len(branches) == len(commands)
+        ended, again = branches[0], branches[1]
+        assert "humans lived" in ended.output.text and ended.output.ended
+        assert ended.save is None, "the final question saves nothing"
+        assert "The valve opens." in again.output.text and again.save is not None
+        # Each command started from the snapshot, not from where the one before it left the story.
+        assert all("humans lived" in b.output.text for b in branches[2::4])
+    with GlulxGame(tiny_story) as other:
+        other.load_snapshot(again.save)  # a branch's save is a real save: it restores in another process
+        assert "humans lived" in other.send("pull lever").text
+    with GlulxGame(tiny_story) as game:
+        game.branch(game.snapshot(), ["open valve"])
+        assert "The valve opens." in game.send("open valve").text, "the game still answers after a branch"
+
+
 def test_fixed_seed_is_deterministic(tiny_story: Path) -> None:
     texts = []
     for _ in range(2):
