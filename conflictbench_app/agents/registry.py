@@ -106,13 +106,13 @@ LOCAL_AGENTS = ("local:smollm2-135m",)
 
 
 def offered_agents() -> list[str]:
-    """Agents to offer in pickers: the embedded model when installed, the scripted ones, then every
-    ``PROFILE:MODEL`` the provider profiles list."""
+    """Agents to offer in pickers: the scripted ones, the embedded model when installed, then every
+    ``PROFILE:MODEL`` the provider profiles list (the picker starts on :func:`default_agent`, whatever its place)."""
     from conflictbench_app.agents.local_model import available
     from conflictbench_app.agents.providers import model_agents
 
     local = [a for a in LOCAL_AGENTS if available(a.partition(":")[2])]
-    return [*local, *SCRIPTED_AGENTS, *model_agents()]
+    return [*SCRIPTED_AGENTS, *local, *model_agents()]
 
 
 def default_agent() -> str:

