@@ -40,6 +40,20 @@ class LocalExecutor:
         on_done: Callable[[T, Future[R]], Any],
         concurrency: int = 1,
     ) -> None:
-        with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="call") as pool:
+        if concurrency <= 1:  # one call at a time, here: a Cancel raised by on_done starts no further call
+            for item in items:
+                on_done(item, _call(fn, item))
+            return
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="call") as pool:
             futures = {pool.submit(fn, item): item for item in items}
             collect(futures, lambda f: on_done(futures[f], f), threading.Event())
+
+
+def _call(fn: Callable[[T], R], item: T) -> Future[R]:
+    """``fn(item)`` as a finished future (its result or its exception), as the pool's callers receive it."""
+    future: Future[R] = Future()
+    try:
+        future.set_result(fn(item))
+    except Exception as exc:  # handed to on_done, which reads it as a failed call
+        future.set_exception(exc)
+    return future

@@ -54,8 +54,21 @@ def _scrollable(view: QWidget, parent: QWidget) -> QScrollArea:
     area = QScrollArea(parent)
     area.setWidgetResizable(True)
     area.setFrameShape(QScrollArea.Shape.NoFrame)
-    area.setWidget(view)
+    holder = QWidget(area)
+    layout = _Fill(holder)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.addWidget(view)
+    area.setWidget(holder)
     return area
+
+
+class _Fill(QVBoxLayout):
+    """A view filling its scroll area. A layout with word-wrapped labels has a height-for-width, and a scroll area
+    then sizes its widget to the preferred height (scrolling on any laptop); without one it sizes the widget to the
+    viewport, down to the view's minimum, and scrolls only below that."""
+
+    def hasHeightForWidth(self) -> bool:
+        return False
 
 
 def content_note_marker() -> Path:
@@ -238,7 +251,10 @@ class MainWindow(QMainWindow):
     def view_at(self, index: int) -> QWidget:
         """The mode's view at tab ``index`` (each sits in a scroll area, for screens smaller than its layout)."""
         area = self.tabs.widget(index)
-        return area.widget() if isinstance(area, QScrollArea) else area
+        if not isinstance(area, QScrollArea):
+            return area
+        holder = area.widget()
+        return holder.layout().itemAt(0).widget()
 
     def show_mode(self, view: QWidget) -> None:
         """Switch to the tab that holds ``view``."""

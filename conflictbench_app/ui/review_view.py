@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -60,6 +60,7 @@ class TrajectoryPane(QFrame):
         layout.addWidget(self.header)
         split = QSplitter(Qt.Orientation.Vertical, self)
         self.transcript = QTextBrowser(split)
+        self.transcript.setMinimumHeight(60)  # three lines: the panes must fit a 1280x720 screen beside the bars
         self.video = VideoPane(split, show_agent_frames=False)
         self.state = StatePanel(split)
         split.setSizes([330, 260, 200])
@@ -106,7 +107,17 @@ class TrajectoryPane(QFrame):
             self.video.show_message(str(exc))
 
 
-AGREEMENT_COLUMNS = ("Annotator", "Compared with", "n", "Accuracy", "Precision", "Recall", "F1", "Cohen's κ")
+AGREEMENT_COLUMNS = ("Annotator", "Compared with", "n", "Acc.", "Prec.", "Rec.", "F1", "Cohen's κ")
+AGREEMENT_TIPS = (
+    "The human annotator",
+    "The judge (or the other annotator) compared with",
+    "Episodes both labeled",
+    "Accuracy",
+    "Macro precision",
+    "Macro recall",
+    "Macro F1",
+    "Cohen's kappa (agreement beyond chance)",
+)
 FILTER_TEXTS = (("all", "All episodes"), ("unlabeled", "Unlabeled ○"), ("labeled", "Labeled ✓"))
 
 
@@ -119,25 +130,31 @@ class LabelBar(QFrame):
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self.setObjectName("Card")
-        layout = QVBoxLayout(self)
-        layout.addLayout(self._label_row(parent))
+        # Two columns (labeling | agreement), so that the bar stays short enough for a 1280x720 screen.
+        columns = QHBoxLayout(self)
+        columns.setContentsMargins(10, 6, 10, 6)
+        layout = QVBoxLayout()
+        layout.setSpacing(4)
         layout.addLayout(self._progress_row(parent))
+        layout.addLayout(self._label_row(parent))
         self.verdict = QLabel("", self)
         self.verdict.setWordWrap(True)
         self.verdict.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(self.verdict)
+        layout.addStretch(1)
+        columns.addLayout(layout, 5)
+        agreement = QVBoxLayout()
+        agreement.setSpacing(4)
         self.agreement = QLabel("", self)
         self.agreement.setObjectName("Subtitle")
         self.agreement.setWordWrap(True)
-        layout.addWidget(self.agreement)
+        agreement.addWidget(self.agreement)
         self.table = _agreement_table(self)
-        layout.addWidget(self.table)
+        agreement.addWidget(self.table, 1)
+        columns.addLayout(agreement, 3)
 
     def _label_row(self, shortcut_parent: QWidget) -> QHBoxLayout:
         row = QHBoxLayout()
-        self.target = QLabel("Label: choose an episode", self)
-        self.target.setStyleSheet("font-weight: 600;")
-        row.addWidget(self.target)
         self.group = QButtonGroup(self)
         self.buttons: dict[str, QPushButton] = {}
         for i, (value, text) in enumerate(
@@ -157,6 +174,7 @@ class LabelBar(QFrame):
         self.note = QLineEdit(self)
         self.note.setToolTip("A note stored with your label (why you judged it so)")
         self.note.setPlaceholderText("Note (why?)")
+        self.note.setMinimumWidth(160)
         row.addWidget(self.note, 1)
         self.save_button = QPushButton("Save label  (Ctrl+S)", self)
         self.save_button.setToolTip(
@@ -170,10 +188,13 @@ class LabelBar(QFrame):
 
     def _progress_row(self, shortcut_parent: QWidget) -> QHBoxLayout:
         info = QHBoxLayout()
+        self.target = QLabel("Label: choose an episode", self)
+        self.target.setStyleSheet("font-weight: 600;")
+        info.addWidget(self.target)
         self.progress = QProgressBar(self)
         self.progress.setToolTip("The ended episodes you have labeled, of all those there are to label")
         self.progress.setFormat("%v of %m")
-        self.progress.setMaximumWidth(180)
+        self.progress.setMaximumWidth(120)
         self.queue_label = QLabel("", self)
         self.queue_label.setObjectName("Subtitle")
         self.next_button = QPushButton("Next unlabeled ▶  (Ctrl+N)", self)
@@ -184,6 +205,11 @@ class LabelBar(QFrame):
         info.addStretch(1)
         info.addWidget(self.next_button)
         return info
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        """No taller than needed: the room goes to the trajectories above."""
+        hint = super().sizeHint()
+        return QSize(hint.width(), self.minimumSizeHint().height())
 
     def chosen(self) -> str | None:
         button = self.group.checkedButton()
@@ -207,10 +233,13 @@ class LabelBar(QFrame):
         """The agreement table (one row per annotator and judge, then per pair of annotators)."""
         judged = sum(r.n for r in rows if r.kind == "judge")
         self.agreement.setText(
-            f"Agreement for these runs: n={judged} judge–human pair(s), each annotator's latest label "
-            "('unsure' and unparsed verdicts left out)."
+            f"Agreement over these runs: n={judged} judge–human pair(s)."
             if rows
-            else "Agreement for these runs: no episode has both a judge verdict and a human label yet."
+            else "Agreement over these runs: no episode has both a judge verdict and a human label yet."
+        )
+        self.agreement.setToolTip(
+            "Each annotator's latest label against each judge's verdict (and each pair of annotators); "
+            "'unsure' labels and unparsed verdicts are left out."
         )
         self.table.setRowCount(len(rows))
         for i, row in enumerate(rows):
@@ -229,12 +258,15 @@ class LabelBar(QFrame):
 def _agreement_table(parent: QWidget) -> QTableWidget:
     table = QTableWidget(0, len(AGREEMENT_COLUMNS), parent)
     table.setHorizontalHeaderLabels(list(AGREEMENT_COLUMNS))
+    for i, tip in enumerate(AGREEMENT_TIPS):
+        table.horizontalHeaderItem(i).setToolTip(tip)
     table.setToolTip("Judge vs human and human vs human agreement over the runs on screen")
     table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
     table.verticalHeader().setVisible(False)
     table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     table.horizontalHeader().setStretchLastSection(True)
-    table.setMaximumHeight(130)
+    table.setMinimumHeight(84)  # the header and two rows (a judge's and a second annotator's)
+    table.setMaximumHeight(100)  # three rows; more scroll
     table.setVisible(False)
     return table
 

@@ -376,8 +376,10 @@ class _Session:
             )  # a hidden tab's viewport keeps its last size: measure it shown
             pump(0.2)
             area, view = self.window.tabs.widget(i), self.window.view_at(i)
-            needed, has = view.minimumSizeHint().height(), area.viewport().height()
-            if needed > has:
+            # What is on screen, not only the minimum: a mode whose area scrolls does not fit.
+            needed = max(view.minimumSizeHint().height(), area.widget().height())
+            has = area.viewport().height()
+            if needed > has or area.verticalScrollBar().maximum() > 0:
                 raise SelftestError(
                     f"The {self.window.tabs.tabText(i)} mode does not fit a 1280x720 window "
                     f"(it needs {needed} px of height, the window gives it {has})."
