@@ -21,7 +21,8 @@ from typing import Any
 from conflictbench_app.authoring import stategraph
 from conflictbench_app.authoring.quetzal import StateKeys
 from conflictbench_app.authoring.stategraph import REFUSED, Outcome, StateGraph
-from conflictbench_app.engine.glulxe import GlulxGame, Output
+from conflictbench_app.engine.glulxe import Branch, GlulxGame, Output
+from conflictbench_app.errors import EngineError
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.scenarios.protocol import Outcome as PlayOutcome
 from conflictbench_app.scenarios.protocol import Position, StoryProtocol, story_protocol
@@ -84,9 +85,12 @@ def explore(
     timeout: float = 10.0,
     rollouts: int = DEFAULT_ROLLOUTS,
     turn_cap: int | None = None,
+    undo: bool = True,
 ) -> Exploration:
     """Explore ``scenario``'s story. ``commands`` defaults to every action command (and, for ours, the synonyms are
-    checked to parse too); ``turn_cap`` (default: the text-only setting) is the horizon of ``chance_tsr``."""
+    checked to parse too); ``turn_cap`` (default: the text-only setting) is the horizon of ``chance_tsr``.
+    ``undo=False`` forks every command from a save even where the story's UNDO could take it back (the slower way,
+    kept as the baseline of ``benchmarks/bench_explore.py``; a story that refuses UNDO falls back to it alone)."""
     commands = commands or scenario.action_commands
     protocol = story_protocol(scenario)
     result = Exploration()
@@ -102,7 +106,7 @@ def explore(
         root.key = _key(protocol, root, keys)
         result.unparsed = _unparsed(game, root, _all_words(scenario, commands))
         result.graph = StateGraph(root.key, list(commands), inspect=_inspect_commands(scenario))
-        cut = _bfs(game, protocol, commands, root, result, max_states, max_depth, keys)
+        cut = _bfs(game, protocol, commands, root, result, max_states, max_depth, keys, undo)
         if cut and rollouts:
             _rollouts(game, protocol, commands, cut, result, rollouts)
     finally:
@@ -159,6 +163,7 @@ def _bfs(
     max_states: int,
     depth_cap: int | None,
     keys: StateKeys | None,
+    undo: bool,
 ) -> list[_Node]:
     """Breadth-first search; returns the nodes whose children were dropped by a limit (empty when complete)."""
     graph = result.graph
@@ -172,14 +177,16 @@ def _bfs(
         if depth_cap is not None and node.depth >= depth_cap:
             _cut(result, cut, node, f"the depth limit ({depth_cap} actions) was reached")
             continue
-        for command, branch in zip(commands, game.branch(node.snapshot, commands), strict=True):
+        try:
+            moves = _fan_out(game, protocol, commands, node, result, keys, seen, undo)
+        except _NoUndo:  # this story will not UNDO: fork every command from a save from here on
+            undo = False
+            moves = _fan_out(game, protocol, commands, node, result, keys, seen, undo)
+        for command, child in moves:
             result.transitions += 1
-            child = _step(protocol, node, command, branch.output, result)
             if not isinstance(child, _Node):
                 graph.add(node.key, command, child)
                 continue
-            child.snapshot = branch.save if branch.save is not None else _replay_save(game, node, command)
-            child.key = _key(protocol, child, keys)
             graph.add(node.key, command, Outcome("state", child.key))
             if child.key in seen:
                 continue
@@ -194,6 +201,83 @@ def _bfs(
             f" (the deepest state explored is {result.max_depth_seen} actions from the start)"
         )
     return cut
+
+
+def _fan_out(
+    game: GlulxGame,
+    protocol: StoryProtocol,
+    commands: list[str],
+    node: _Node,
+    result: Exploration,
+    keys: StateKeys | None,
+    seen: set[str],
+    undo: bool,
+) -> list[tuple[str, _Node | Outcome]]:
+    """What each command does from ``node``: an outcome, or the child node with its key and save.
+
+    The paper's stories are keyed by a digest of the save, so every child is saved (``GlulxGame.branch``). Where
+    the protocol reads states exactly (ours), the node is restored once and each command that moved is taken back
+    with the story's own UNDO (a refused one left the state as it was); only a child not seen before is saved, and
+    the node restored after it (a SAVE moves the undo point to the child). Most commands lead to a known state or
+    to none, and an undo costs a small part of a save and a restore.
+    """
+    if keys is not None or not undo:
+        branches = game.branch(node.snapshot, commands)
+        return [
+            (c, _child(game, protocol, node, c, b, result, keys))
+            for c, b in zip(commands, branches, strict=True)
+        ]
+    game.load_snapshot(node.snapshot)
+    moves: list[tuple[str, _Node | Outcome]] = []
+    fresh: set[str] = set()
+    for command in commands:
+        child = _step(protocol, node, command, game.send(command), result)
+        if isinstance(child, _Node):
+            child.key = _key(protocol, child, None)
+        if isinstance(child, _Node) and child.key not in seen and child.key not in fresh:
+            fresh.add(child.key)
+            child.snapshot = _save_here(game, node, command)
+            game.load_snapshot(node.snapshot)
+        elif child is not REFUSED:
+            _undo(game, command)
+        moves.append((command, child))
+    return moves
+
+
+def _save_here(game: GlulxGame, node: _Node, command: str) -> bytes:
+    """A save of the state the game stands in, just after ``command`` from ``node``; where the story asked a
+    question of its own after the command (it cannot save now), the command is replayed and answered step by step."""
+    try:
+        return game.snapshot()
+    except EngineError:
+        return _replay_save(game, node, command)
+
+
+class _NoUndo(Exception):
+    """The story did not take a command back with UNDO (a story compiled with undo prevention)."""
+
+
+def _undo(game: GlulxGame, command: str) -> None:
+    out = game.send("undo")
+    if "undone" not in out.text.lower():
+        raise _NoUndo(f"UNDO after {command!r} answered {out.text.strip()[:200]!r}")
+
+
+def _child(
+    game: GlulxGame,
+    protocol: StoryProtocol,
+    node: _Node,
+    command: str,
+    branch: Branch,
+    result: Exploration,
+    keys: StateKeys | None,
+) -> _Node | Outcome:
+    """The outcome of one branch; a child node gets its save (replayed where the fan-out could not save) and key."""
+    child = _step(protocol, node, command, branch.output, result)
+    if isinstance(child, _Node):
+        child.snapshot = branch.save if branch.save is not None else _replay_save(game, node, command)
+        child.key = _key(protocol, child, keys)
+    return child
 
 
 def _replay_save(game: GlulxGame, node: _Node, command: str) -> bytes:

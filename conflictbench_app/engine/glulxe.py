@@ -205,9 +205,10 @@ class GlulxGame:
         finally:
             path.unlink(missing_ok=True)
 
-    def branch(self, snapshot: bytes, commands: Sequence[str]) -> list[Branch]:
+    def branch(self, snapshot: bytes, commands: Sequence[str], *, save: bool = True) -> list[Branch]:
         """What each of ``commands`` does from the state saved in ``snapshot``: its output, and a save of the state
-        after it (None where the story could not save, as at an ending's final question).
+        after it (None where the story could not save, as at an ending's final question, and always None with
+        ``save=False``: a save costs about as much as the command and its restore together).
 
         The interpreter is not waited on between inputs: RemGlk answers every input with exactly one update whose
         generation number is one more than the last (a file answer it did not ask for included, at an ending), so
@@ -221,10 +222,10 @@ class GlulxGame:
         load.write_bytes(snapshot)
         out: list[Branch] = []
         for start in range(0, len(commands), BRANCH_BATCH):
-            out += self._branch_batch(load, list(commands[start : start + BRANCH_BATCH]), folder)
+            out += self._branch_batch(load, list(commands[start : start + BRANCH_BATCH]), folder, save)
         return out
 
-    def _branch_batch(self, load: Path, commands: list[str], folder: Path) -> list[Branch]:
+    def _branch_batch(self, load: Path, commands: list[str], folder: Path, save: bool) -> list[Branch]:
         window = self._input["id"] if self._input else 0
         stems = [folder / f"branch{i}" for i in range(len(commands))]
         for stem in stems:
@@ -232,7 +233,9 @@ class GlulxGame:
         events = []
         for command, stem in zip(commands, stems, strict=True):
             events += [("line", "restore"), ("file", str(load.with_suffix(""))), ("line", command)]
-            events += [("line", "save"), ("file", str(stem))]
+            if save:
+                events += [("line", "save"), ("file", str(stem))]
+        per = 5 if save else 3
         gen = self._gen
         lines = []
         for i, (kind, value) in enumerate(events):
@@ -249,10 +252,10 @@ class GlulxGame:
         updates = [self._apply(self._read_update()) for _ in events]
         results = []
         for i, (command, stem) in enumerate(zip(commands, stems, strict=True)):
-            restored = updates[5 * i + 1]
+            restored = updates[per * i + 1]
             if "failed" in restored.text.lower():
                 raise EngineError(f"The game refused to restore a snapshot: {restored.text.strip()[:200]}")
-            said = updates[5 * i + 2]
+            said = updates[per * i + 2]
             said.text = _drop_echo(said.text, command)
             written = stem.with_name(stem.name + ".glksave")
             results.append(Branch(said, written.read_bytes() if written.is_file() else None))

@@ -60,7 +60,9 @@ class TrajectoryPane(QFrame):
         layout.addWidget(self.header)
         split = QSplitter(Qt.Orientation.Vertical, self)
         self.transcript = QTextBrowser(split)
-        self.transcript.setMinimumHeight(60)  # three lines: the panes must fit a 1280x720 screen beside the bars
+        self.transcript.setMinimumHeight(
+            60
+        )  # three lines: the panes must fit a 1280x720 screen beside the bars
         self.video = VideoPane(split, show_agent_frames=False)
         self.state = StatePanel(split)
         split.setSizes([330, 260, 200])
@@ -206,7 +208,7 @@ class LabelBar(QFrame):
         info.addWidget(self.next_button)
         return info
 
-    def sizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+    def sizeHint(self) -> QSize:
         """No taller than needed: the room goes to the trajectories above."""
         hint = super().sizeHint()
         return QSize(hint.width(), self.minimumSizeHint().height())
