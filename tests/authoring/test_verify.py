@@ -15,6 +15,7 @@ from conflictbench_app.authoring.verify import verify_paper, verify_scenario
 from conflictbench_app.cli.authoring_cmd import verify
 
 
+@pytest.mark.timeout(600)  # every scenario of the library explored exhaustively: ~2 minutes on 2 quiet cores
 def test_verify_json_passes_for_every_project_scenario(scenarios_root: Path) -> None:
     result = CliRunner().invoke(verify, ["--source", str(scenarios_root), "--json", "--jobs", "2"])
     reports = json.loads(result.output)
