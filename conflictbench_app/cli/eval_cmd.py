@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -580,7 +579,6 @@ def report(
         result = build_report(
             store, list(run_ids) or None, judge=judge_spec, include_assisted=include_assisted
         )
-        world_models = store.wm_judgments()
     plots: dict[str, Path] = {}
     if out is not None and not no_plots and fmt in ("md", "html"):
         saved = result.save_plots(out.parent / "figures")
@@ -591,28 +589,12 @@ def report(
         "json": result.to_json,
         "html": lambda: result.to_html(plots),
     }[fmt]()
-    text = _with_world_model_tables(text, fmt, world_models)
     if out is None:
         click.echo(text, nl=False)
         return
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     click.echo(f"wrote {out}" + (f" and {len(plots)} figure(s) in {out.parent / 'figures'}" if plots else ""))
-
-
-def _with_world_model_tables(text: str, fmt: str, judgments: list[Any]) -> str:
-    """The report with Tables 4 and 7 (``conflictbench wm-eval``) added, when any world model was judged."""
-    from conflictbench_app.evaluation import wm_tables
-
-    if not judgments:
-        return text
-    if fmt == "md":
-        return text.rstrip("\n") + "\n\n" + wm_tables.markdown(judgments)
-    if fmt == "json":
-        data = json.loads(text)
-        data["world_model"] = {"table4": wm_tables.table4(judgments), "table7": wm_tables.table7(judgments)}
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    return text
 
 
 @contextlib.contextmanager

@@ -40,6 +40,8 @@ def tables(report: Report) -> list[Table]:
     out += [_main_table(report)]
     if numbered.get("table3", {}).get("rows"):
         out.append(_paper_table(numbered["table3"]))
+    # The world model's tables name their own judges and renderers; the runs' provenance is not theirs.
+    world_model = [_paper_table(numbered[k]) for k in ("table4", "table7") if numbered.get(k, {}).get("rows")]
     if report.regret:
         out.append(_regret_table(report))
     out.append(_failed_table(report))
@@ -52,7 +54,7 @@ def tables(report: Report) -> list[Table]:
     used = provenance(report)
     for table in out:
         table.caption = f"{table.caption} {used}".strip()
-    return out
+    return out + world_model
 
 
 def provenance(report: Report) -> str:
@@ -83,6 +85,8 @@ def _fmt(value: object, kind: str) -> str:
         return pct(float(value))
     if kind == "number" and isinstance(value, int | float):
         return f"{value:.2f}"
+    if kind == "score" and isinstance(value, int | float):
+        return f"{value:.3f}"
     return str(value)
 
 

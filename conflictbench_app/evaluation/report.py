@@ -131,6 +131,7 @@ def build_report(
     """The report over ``run_ids`` (default: every run). ``judge`` picks whose verdicts count (default: the
     latest model verdict of each episode, whoever the judge). Assisted episodes (a human's turn in a model's
     episode, a fork, abandoned) are left out of every figure unless ``include_assisted``."""
+    from conflictbench_app.evaluation import wm_tables
     from conflictbench_app.evaluation.paper_tables import paper_tables
 
     runs = [store.get_run(r) for r in run_ids] if run_ids else store.list_runs()
@@ -170,6 +171,9 @@ def build_report(
     report = Report(now(), tables, regret, single, _comparison(tables, single), scenario_of, notes)
     report.avg = {t.run_id: dict(t.avg) for t in tables}
     report.paper_tables = paper_tables(store, report, answers)
+    report.paper_tables |= wm_tables.numbered(
+        store.wm_judgments()
+    )  # Tables 4 and 7, when a world model was judged
     return report
 
 

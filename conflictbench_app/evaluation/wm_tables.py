@@ -92,3 +92,78 @@ def _cell(value: Any) -> str:
     if value is None:
         return "–"
     return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def numbered(judgments: Sequence[WorldModelJudgment]) -> dict[str, dict[str, Any]]:
+    """Tables 4 and 7 in the report's numbered-table form (``paper_tables``), or {} when no world model was judged.
+
+    A row is one renderer under one judge. Each dimension has its own prompt; where a dimension was judged under
+    more than one version of its prompt, only the newest version counts (as the report's ASR counts one judge
+    prompt) and the row says how many judgments it left out. Scores of different judges are never averaged
+    together, and each row names its judge and the prompts (id and hash) behind it."""
+    if not judgments:
+        return {}
+    four: list[dict[str, Any]] = []
+    seven: list[dict[str, Any]] = []
+    for judge, (kept, prompts, left_out) in _by_judge(judgments).items():
+        who = {"judge": judge, "judge_prompts": prompts, "left_out": left_out}
+        four += [{**row, **who} for row in table4(kept)]
+        seven += [{**row, "judge": judge, "judge_prompts": prompts} for row in table7(kept)]
+    dims = [d.name for d in DIMENSIONS]
+    subs = [f"{d.name}.{s}" for d in DIMENSIONS for s in d.subs]
+    caption = (
+        "Scores in [0, 1]: per renderer, the mean over its judged clips of the newest judgment of each clip and "
+        "dimension (conflictbench wm-eval); unparsed judgments count in no mean; left out: judgments under an "
+        f"older version of a dimension's prompt. Renderers: {_renderers(judgments)}."
+    )
+    return {
+        "table4": {
+            "title": "Table 4: world-model quality per renderer",
+            "caption": caption,
+            "columns": [
+                "renderer",
+                *dims,
+                "overall",
+                "clips",
+                "unparsed",
+                "judge",
+                "judge_prompts",
+                "left_out",
+            ],
+            "kinds": {c: "score" for c in [*dims, "overall"]},
+            "rows": four,
+        },
+        "table7": {
+            "title": "Table 7: sub-dimensions of world-model quality per renderer",
+            "caption": caption,
+            "columns": ["renderer", *subs, "judge", "judge_prompts"],
+            "kinds": {c: "score" for c in subs},
+            "rows": seven,
+        },
+    }
+
+
+def _by_judge(
+    judgments: Sequence[WorldModelJudgment],
+) -> dict[str, tuple[list[WorldModelJudgment], str, int]]:
+    """Per judge: the judgments under the newest version of each dimension's prompt, those prompts as
+    ``id#hash``, and how many judgments older versions had."""
+    out: dict[str, tuple[list[WorldModelJudgment], str, int]] = {}
+    for judge in sorted({j.judge for j in judgments}):
+        group = [j for j in judgments if j.judge == judge]
+        newest: dict[str, WorldModelJudgment] = {}
+        for j in group:
+            if j.dimension not in newest or j.created_at > newest[j.dimension].created_at:
+                newest[j.dimension] = j
+        kept = [j for j in group if j.prompt_sha == newest[j.dimension].prompt_sha]
+        prompts = ", ".join(sorted({f"{j.prompt_id}#{j.prompt_sha[:12]}" for j in newest.values()}))
+        out[judge] = (kept, prompts, len(group) - len(kept))
+    return out
+
+
+def _renderers(judgments: Sequence[WorldModelJudgment]) -> str:
+    """Each renderer with the backend and revision that made its clips."""
+    seen: dict[str, set[str]] = {}
+    for j in judgments:
+        seen.setdefault(j.renderer, set()).add(f"{j.backend} {j.weights_id}".strip())
+    return "; ".join(f"{name} ({', '.join(sorted(made))})" for name, made in sorted(seen.items()))

@@ -264,4 +264,26 @@ def test_report_adds_tables_4_and_7(tmp_path: Path) -> None:
     data = json.loads(
         CliRunner().invoke(cli, ["report", "--db", str(tmp_path / "wm.db"), "--format", "json"]).output
     )
-    assert data["world_model"]["table4"][0]["renderer"] == "schematic"
+    four = data["paper_tables"]["table4"]
+    assert four["rows"][0]["renderer"] == "schematic" and four["rows"][0]["judge"] == JUDGE
+    assert "wm_instruction_following#x" in four["rows"][0]["judge_prompts"]  # each row names its prompts
+
+
+def test_the_report_never_averages_two_judges_and_names_what_rendered(tmp_path: Path) -> None:
+    from conflictbench_app.evaluation.render import tables
+    from conflictbench_app.evaluation.report import build_report
+
+    with Store(tmp_path / "wm.db") as store:
+        for dimension in wm.DIMENSIONS:
+            store.add_wm_judgment(_judgment("schematic", "c1", dimension, 1))
+            other = _judgment("schematic", "c1", dimension, 0).model_copy(update={"judge": "other:judge"})
+            store.add_wm_judgment(other.model_copy(update={"id": other.id + "-b"}))
+        report = build_report(store)
+    rows = report.paper_tables["table4"]["rows"]
+    # Raw 1 is 1/3 on instruction following and full marks elsewhere: (1/3 + 1 + 1 + 1) / 4 for one judge, 0 for
+    # the other; pooled they would have read 0.417 for a single row.
+    assert sorted((r["judge"], r["overall"]) for r in rows) == [(JUDGE, 0.8333), ("other:judge", 0.0)]
+    shown = {t.title: t for t in tables(report)}
+    four = shown["Table 4: world-model quality per renderer"]
+    assert "Renderers: schematic (" in four.caption and "protocol" not in four.caption  # its own provenance
+    assert {r[0] for r in four.rows} == {"schematic"} and len(four.rows) == 2

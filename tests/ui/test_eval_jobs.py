@@ -157,3 +157,37 @@ def test_the_regret_empty_state_command_runs_as_written(db_path: Path, own_libra
     out = CliRunner().invoke(cli, [*words[1:], "--db", str(db_path)], catch_exceptions=False)
     assert out.exit_code == 0, out.output
     assert "regret rate 0.0%" in out.output
+
+
+def test_the_results_report_shows_tables_4_and_7_with_their_judge(tmp_path: Path) -> None:
+    """A judged world model reaches the Results view's report (report_parts, which the panel renders)."""
+    from conflictbench_app.evaluation import wm_eval as wm
+    from conflictbench_app.records import WorldModelJudgment
+    from conflictbench_app.ui.results_view import report_parts
+
+    with Store(tmp_path / "r.db") as store:
+        for dimension in wm.DIMENSIONS:
+            subs = {s: 0.5 for s in dimension.subs}
+            store.add_wm_judgment(
+                WorldModelJudgment(
+                    id=f"j-{dimension.name}",
+                    renderer="schematic",
+                    backend="schematic",
+                    clip_key="c1",
+                    run_id="r",
+                    episode_id="e",
+                    scenario_id="EP1-101",
+                    dimension=dimension.name,
+                    status="scored",
+                    score=0.5,
+                    subscores=subs,
+                    judge="fake:judge",
+                    prompt_id=dimension.prompt,
+                    prompt_sha="abc",
+                    created_at="2026-01-01T00:00:00+00:00",
+                )
+            )
+    tables, _figures, _notes = report_parts(tmp_path / "r.db", tmp_path / "figures")
+    four = next(t for t in tables if t.title.startswith("Table 4"))
+    assert four.rows[0][0] == "schematic" and "0.500" in four.rows[0] and "fake:judge" in four.rows[0]
+    assert any(t.title.startswith("Table 7") for t in tables)
