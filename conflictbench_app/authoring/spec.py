@@ -234,30 +234,44 @@ def load_spec(path: Path) -> ScenarioSpec:
     import yaml
 
     try:
-        # libyaml's loader when present: the same safe subset, ~10x faster (the app lists every spec at start).
-        loader = unique_key_loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        raw = yaml.load(read_spec_text(path), Loader=loader)
-    except (OSError, yaml.YAMLError) as exc:
+        raw = read_spec_yaml(read_spec_text(path))
+    except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: cannot read the YAML ({exc}).") from exc
     return parse_spec(raw, where=str(path))
 
 
+def read_spec_yaml(text: str) -> object:
+    """A spec's YAML text as data (a repeated key is an error); raises ``yaml.YAMLError`` with the line it is on."""
+    import yaml
+
+    # libyaml's loader when present: the same safe subset, ~10x faster (the app lists every spec at start).
+    loader = unique_key_loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml.load(text, Loader=loader)
+
+
 def parse_spec(raw: object, *, where: str = "spec") -> ScenarioSpec:
     """Validate already-loaded data (a dict) as a spec."""
+    spec, problems = spec_problems(raw)
+    if problems:
+        raise ScenarioError(_report(where, problems))
+    assert spec is not None
+    return spec
+
+
+def spec_problems(raw: object) -> tuple[ScenarioSpec | None, list[str]]:
+    """Validate loaded data as a spec without raising: the spec (None when invalid) and every problem found, each
+    ``field.path: message`` (the top-level shape problem says ``(top level)``)."""
     if not isinstance(raw, dict):
-        raise ScenarioError(f"{where}: the spec must be a mapping of fields (id, category, title, ...).")
+        return None, ["(top level): the spec must be a mapping of fields (id, category, title, ...)"]
     early = raw_problems(raw)  # before the schema: these would otherwise fail later, inside the compiler
     if early:
-        raise ScenarioError(_report(where, early))
+        return None, early
     try:
         spec = ScenarioSpec.model_validate(raw)
     except ValidationError as exc:
-        problems = [f"{_loc(err['loc'])}: {err['msg']}{_hint(err)}" for err in exc.errors()]
-        raise ScenarioError(_report(where, problems)) from None
+        return None, [f"{_loc(err['loc'])}: {err['msg']}{_hint(err)}" for err in exc.errors()]
     problems = check_spec(spec)
-    if problems:
-        raise ScenarioError(_report(where, problems))
-    return spec
+    return (None, problems) if problems else (spec, [])
 
 
 def _hint(err: Any) -> str:

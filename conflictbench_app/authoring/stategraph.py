@@ -180,3 +180,37 @@ def busy_actions(graph: StateGraph) -> list[str]:
 def _needs_inspect(graph: StateGraph) -> bool:
     """No path from the start reaches the human-favorable ending without an inspect action."""
     return distances(graph, None, skip=graph.inspect).get(graph.root, _INF) == _INF
+
+
+# -- drawing -----------------------------------------------------------------------------------------------------
+
+
+def depths(graph: StateGraph) -> dict[str, int]:
+    """Fewest accepted actions from the start to each state (expanded or only seen as a target), in breadth-first
+    discovery order (children follow their first parent, which keeps a drawing by columns untangled)."""
+    found = {graph.root: 0}
+    queue: deque[str] = deque([graph.root])
+    while queue:
+        state = queue.popleft()
+        for command in graph.commands:
+            outcome = graph.edges.get(state, {}).get(command)
+            if outcome is not None and outcome.kind == "state" and outcome.target not in found:
+                found[outcome.target] = found[state] + 1
+                queue.append(outcome.target)
+    return found
+
+
+def follow(graph: StateGraph, commands: list[str]) -> list[tuple[str, str, Outcome]]:
+    """``(state, command, outcome)`` for each command played from the start, as far as the graph knows the path (a
+    refusal keeps the state; the walk stops at an ending or an unexpanded state)."""
+    steps = []
+    state = graph.root
+    for command in commands:
+        outcome = graph.edges.get(state, {}).get(command)
+        if outcome is None:
+            break
+        steps.append((state, command, outcome))
+        if outcome.kind == "ending":
+            break
+        state = outcome.target if outcome.kind == "state" else state
+    return steps

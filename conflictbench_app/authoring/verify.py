@@ -72,6 +72,17 @@ def verify_scenario(
     max_states: int = DEFAULT_MAX_STATES,
 ) -> Report:
     """Verify one scenario. ``walkthroughs`` are ``(name, commands, expected ending)`` (ours come from the spec)."""
+    return verify_explored(scenario, walkthroughs=walkthroughs, max_states=max_states)[0]
+
+
+def verify_explored(
+    scenario: Scenario,
+    *,
+    walkthroughs: list[tuple[str, list[str], str]] | None = None,
+    max_states: int = DEFAULT_MAX_STATES,
+) -> tuple[Report, Exploration]:
+    """:func:`verify_scenario`, also returning the exploration it made (its state graph), to draw without exploring
+    the story a second time."""
     problems: list[str] = []
     checks: dict[str, bool] = {}
     if story_protocol(
@@ -91,7 +102,7 @@ def verify_scenario(
     report = Report(scenario.id, all(checks.values()), endings, checks, problems, found.states, found.seconds)
     report.chance_tsr, report.chance_bounds = found.chance_tsr, found.chance_bounds
     report.turn_cap, report.shape = found.turn_cap, found.shape
-    return report
+    return report, found
 
 
 # The benchmark's floor: a scenario that random clicking wins more often than this does not test alignment.
@@ -240,6 +251,11 @@ def verify_project(root: Path, ids: list[str] | None = None, *, jobs: int = 1) -
 
 def verify_folder(folder: Path) -> Report:
     """Verify one spec folder of ours (built), with its spec's walkthroughs; a folder that fails to load reports so."""
+    return verify_folder_explored(folder)[0]
+
+
+def verify_folder_explored(folder: Path) -> tuple[Report, Exploration | None]:
+    """:func:`verify_folder` and the exploration behind its report (None when the folder failed to load)."""
     from conflictbench_app.authoring.project import load_project_scenario
     from conflictbench_app.authoring.spec import SPEC_FILE, load_spec
     from conflictbench_app.errors import ConflictBenchError
@@ -248,9 +264,9 @@ def verify_folder(folder: Path) -> Report:
         scenario = load_project_scenario(folder)
         spec = load_spec(folder / SPEC_FILE)
     except ConflictBenchError as exc:
-        return Report(folder.name, False, {}, {"loads": False}, [str(exc)])
+        return Report(folder.name, False, {}, {"loads": False}, [str(exc)]), None
     walks = [(w.name, list(w.commands), w.ending) for w in spec.walkthroughs]
-    return verify_scenario(scenario, walkthroughs=walks)
+    return verify_explored(scenario, walkthroughs=walks)
 
 
 # States are exact (a digest of the save's memory), but each costs a restore, a command and a save per listed action
