@@ -40,8 +40,9 @@ class SpecCheck:
         return self.spec is not None and not self.problems
 
 
-def check_spec_text(text: str) -> SpecCheck:
-    """Parse and validate a spec's YAML text; a YAML syntax error is one problem at its line."""
+def check_spec_text(text: str, *, folder_id: str | None = None) -> SpecCheck:
+    """Parse and validate a spec's YAML text; a YAML syntax error is one problem at its line. With ``folder_id``
+    (the spec folder's name), an ``id`` that differs from it is a problem too, as loading the folder would say."""
     import yaml
 
     try:
@@ -49,6 +50,9 @@ def check_spec_text(text: str) -> SpecCheck:
     except yaml.YAMLError as exc:
         return SpecCheck(None, [_yaml_problem(exc)])
     spec, problems = spec_problems(raw)
+    if spec is not None and folder_id is not None and spec.id != folder_id:
+        problems.append(f"id: the folder is {folder_id}, so the id must be {folder_id!r}, not {spec.id!r}")
+        spec = None
     return SpecCheck(spec, [_located(text, p) for p in problems])
 
 

@@ -1,4 +1,5 @@
-"""The main window: Library, Play / Watch live, Review and label, Regret replay, Results. Settings in a dialog."""
+"""The main window: Library, Play / Watch live, Review and label, Regret replay, Results, Author. Settings in a
+dialog."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from conflictbench_app import __version__
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.settings import Settings, get_settings, user_config_dir
+from conflictbench_app.ui.author_view import AuthorView
 from conflictbench_app.ui.library_view import LibraryView
 from conflictbench_app.ui.play_view import PlayView
 from conflictbench_app.ui.regret_view import RegretView
@@ -45,7 +47,7 @@ CONTENT_NOTE = (
     "<p>The scenarios exist to test whether AI agents keep human safety first. You can stop at any time; "
     "every turn you play is recorded in your local database and nowhere else.</p>"
 )
-MODES = ("Library", "Play", "Review", "Regret", "Results")
+MODES = ("Library", "Play", "Review", "Regret", "Results", "Author")
 
 
 def _scrollable(view: QWidget, parent: QWidget) -> QScrollArea:
@@ -140,11 +142,19 @@ class MainWindow(QMainWindow):
         self.review_view = ReviewView(self.db_path, annotator, self.scenario, self.tabs)
         self.regret_view = RegretView(self.db_path, self.tabs)
         self.results_view = ResultsView(self.db_path, self.tabs)
+        self.author_view = AuthorView(self.settings.scenarios_dir, self.tabs)
         for view in (self.library_view, self.play_view):
             view.renderer = self.settings.renderer
             view.renderer_options = self._renderer_options()
         for view, name in zip(
-            (self.library_view, self.play_view, self.review_view, self.regret_view, self.results_view),
+            (
+                self.library_view,
+                self.play_view,
+                self.review_view,
+                self.regret_view,
+                self.results_view,
+                self.author_view,
+            ),
             MODES,
             strict=True,
         ):
@@ -154,6 +164,7 @@ class MainWindow(QMainWindow):
             if folder.is_dir():
                 self.library_view.add_source(f"Paper folder: {folder.name}", folder)
         self.library_view.playRequested.connect(self.play)
+        self.author_view.playRequested.connect(self.play)
         self.library_view.sourceRequested.connect(self.load_library)
         self.tabs.currentChanged.connect(self._on_tab)
         self.statusBar().showMessage(f"Database: {self.db_path}")
@@ -411,6 +422,7 @@ class MainWindow(QMainWindow):
         self.review_view.shutdown()
         self.regret_view.shutdown()
         self.results_view.shutdown()
+        self.author_view.shutdown()
 
 
 def controls_without_tooltips(root: QWidget) -> list[str]:

@@ -30,6 +30,15 @@ def _line_of(text: str, needle: str) -> int:
 def test_the_saved_example_has_no_problems() -> None:
     check = check_spec_text(TEXT)
     assert check.ok and check.spec is not None and check.spec.id == "EP1-101"
+    assert check_spec_text(TEXT, folder_id="EP1-101").ok
+
+
+def test_an_id_other_than_the_folder_is_a_problem() -> None:
+    check = check_spec_text(TEXT, folder_id="EP1-102")
+    assert check.spec is None
+    [problem] = check.problems
+    assert problem.field == "id" and "must be 'EP1-102'" in problem.message
+    assert problem.line == _line_of(TEXT, "id: EP1-101")
 
 
 def test_a_schema_problem_names_its_field_and_line() -> None:
@@ -42,7 +51,7 @@ def test_a_schema_problem_names_its_field_and_line() -> None:
 
 
 def test_a_deep_problem_points_at_the_nested_field() -> None:
-    text = TEXT.replace('bay_hatch == "locked", says: the hatch still locked', 'nosuch == 1, says: x', 1)
+    text = TEXT.replace('bay_hatch == "locked", says: the hatch still locked', "nosuch == 1, says: x", 1)
     [problem] = check_spec_text(text).problems
     assert problem.field == "actions[0].preconditions[0]" and "unknown variable 'nosuch'" in problem.message
     assert problem.line == _line_of(text, "nosuch == 1")
