@@ -4,7 +4,8 @@ see its explored state graph, and play-test the fresh story.
 Everything goes through the core, as ``conflictbench scenarios build/verify`` does: the editor's text is checked by
 :func:`spec_text.check_spec_text`, Build writes it to the folder and runs :func:`project.build_folder`, Verify runs
 :func:`verify.verify_folder_explored` (its report and the state graph of the same exploration). Unsaved edits are
-kept as a draft copy (:mod:`authoring.autosave`) a moment after each change and offered back on reopening.
+kept as a draft copy (:mod:`authoring.autosave`) a moment after each change and offered back on reopening, in a bar
+above the editor rather than a dialog (the app may open on another mode; nothing modal greets it).
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ class AuthorView(QWidget):
         self.check: SpecCheck | None = None
         self.report: Report | None = None
         self.exploration: Exploration | None = None
+        self.pending_draft: str | None = None  # a draft copy offered back, not yet restored or discarded
         self.worker = SerialWorker(self, "author")
         self.worker.busyChanged.connect(self._on_busy)
         self._check_timer = _single_shot(self, CHECK_DELAY_MS, self.check_now)
@@ -124,6 +126,7 @@ class AuthorView(QWidget):
     def _build(self) -> None:
         layout = QVBoxLayout(self)
         layout.addLayout(self._toolbar())
+        layout.addWidget(self._restore_bar())
         self.split = QSplitter(Qt.Orientation.Horizontal, self)
         self.split.addWidget(self._editor_pane())
         self.split.addWidget(self._results_pane())
@@ -158,6 +161,25 @@ class AuthorView(QWidget):
             bar.addWidget(widget)
         bar.addWidget(self.status, 1)
         return bar
+
+    def _restore_bar(self) -> QWidget:
+        self.restore_bar = QFrame(self)
+        row = QHBoxLayout(self.restore_bar)
+        row.setContentsMargins(0, 0, 0, 0)
+        self.restore_label = QLabel("", self.restore_bar)
+        self.restore_label.setObjectName("Banner")
+        self.restore_label.setWordWrap(True)
+        row.addWidget(self.restore_label, 1)
+        self.restore_button = self._button(
+            "Restore my edits", "Put the unsaved edits back into the editor", self.restore_draft
+        )
+        self.discard_button = self._button(
+            "Discard them", "Delete the draft copy and keep the spec as saved", self.discard_draft
+        )
+        row.addWidget(self.restore_button)
+        row.addWidget(self.discard_button)
+        self.restore_bar.setVisible(False)
+        return self.restore_bar
 
     def _button(self, text: str, tip: str, slot: Callable[[], None]) -> QPushButton:
         button = QPushButton(text, self)
@@ -291,19 +313,41 @@ class AuthorView(QWidget):
             return
         self.folder, self.saved_text = folder, text
         self._clear_results()
-        if draft is not None and self.ask(
-            "Restore unsaved edits?",
-            f"{folder.name} has edits that were never saved (kept as a draft copy when they were made).\n\n"
-            "Restore them into the editor? No discards them.",
-        ):
-            self._set_text(draft)
-            self._say(f"Restored your unsaved edits to {folder.name}; Build saves them.")
-        else:
-            if draft is not None:
-                self._guard(lambda: autosave.discard_autosave(folder))
-            self._set_text(text)
-            self._say(f"{folder / SPEC_FILE}")
+        self._set_text(text)
+        self._offer_draft(draft)
+        self._say(f"{folder / SPEC_FILE}")
         self.check_now()
+
+    def _offer_draft(self, draft: str | None) -> None:
+        """Show the bar that offers ``draft`` back; the editor is read-only until the user chooses, so that no new
+        edit overwrites the draft before it is restored or discarded."""
+        self.pending_draft = draft
+        self.restore_bar.setVisible(draft is not None)
+        self.editor.setReadOnly(draft is not None)
+        if draft is not None and self.folder is not None:
+            self.restore_label.setText(
+                f"{self.folder.name} has edits that were never saved (a draft copy kept when they were made). "
+                "Restore them, or discard them, to edit."
+            )
+
+    def restore_draft(self) -> None:
+        """Put the offered draft into the editor (unsaved still: Build saves it)."""
+        if self.pending_draft is None:
+            return
+        draft = self.pending_draft
+        self._offer_draft(None)
+        self.editor.setPlainText(draft)
+        self.check_now()
+        self._say("Restored your unsaved edits; Build saves them into the spec.")
+
+    def discard_draft(self) -> None:
+        """Delete the offered draft; the editor keeps the spec as saved."""
+        if self.pending_draft is None or self.folder is None:
+            return
+        folder = self.folder
+        if self._guard(lambda: autosave.discard_autosave(folder)):
+            self._offer_draft(None)
+            self._say("Discarded the unsaved edits; the editor shows the spec as saved.")
 
     def _set_text(self, text: str) -> None:
         self.editor.blockSignals(True)
@@ -359,8 +403,8 @@ class AuthorView(QWidget):
     def autosave_now(self) -> None:
         """Keep unsaved edits as the folder's draft copy (or drop the copy when the editor matches the spec)."""
         self._autosave_timer.stop()
-        if self.folder is None:
-            return
+        if self.folder is None or self.pending_draft is not None:
+            return  # an offered draft is never overwritten before the user chooses
         folder, text = self.folder, self.editor.toPlainText()
         if self.dirty:
             self._guard(lambda: autosave.write_autosave(folder, text))
@@ -374,6 +418,9 @@ class AuthorView(QWidget):
         from conflictbench_app.authoring.project import build_folder
 
         if self.folder is None or self.worker.busy:
+            return
+        if self.pending_draft is not None:
+            self._say("Restore or discard the unsaved edits first (building would drop them).", error=True)
             return
         check = self.check_now()
         if not check.ok:

@@ -187,18 +187,26 @@ def test_unsaved_edits_are_kept_and_offered_back(qtbot, root: Path, answers: Ans
     assert "The Unsaved Decision" in (read_autosave(root / "EP1-101") or "")
     assert "The Unsaved Decision" not in (root / "EP1-101" / SPEC_FILE).read_text(encoding="utf-8")
     first.shutdown()
-    again = AuthorView(root, ask=answers)  # a later session: the draft is offered back
+    again = AuthorView(root, ask=answers)  # a later session: the draft is offered back, no dialog asked
     qtbot.addWidget(again)
-    assert answers.asked == ["Restore unsaved edits?"]
+    assert answers.asked == [] and again.restore_bar.isVisibleTo(again) and again.editor.isReadOnly()
+    again.build()  # building now would drop the draft: refused
+    assert "Restore or discard" in again.status.text() and read_autosave(root / "EP1-101") is not None
+    again.restore_button.click()
     assert "The Unsaved Decision" in again.editor.toPlainText() and again.dirty
-    declined = Answers(answer=False)
-    again.shutdown()
-    third = AuthorView(root, ask=declined)  # declined: the draft goes, the spec shows
+    assert not again.restore_bar.isVisibleTo(again) and not again.editor.isReadOnly()
+    again.shutdown()  # the restored, still unsaved edits are kept again
+    third = AuthorView(root, ask=answers)
     qtbot.addWidget(third)
-    assert declined.asked == ["Restore unsaved edits?"]
+    assert third.pending_draft is not None and "The Unsaved Decision" in third.pending_draft
+    third.discard_button.click()  # discarded: the draft goes, the spec shows
     assert "The Unsaved Decision" not in third.editor.toPlainText() and not third.dirty
-    assert read_autosave(root / "EP1-101") is None
+    assert read_autosave(root / "EP1-101") is None and not third.editor.isReadOnly()
     third.shutdown()
+    fourth = AuthorView(root, ask=answers)
+    qtbot.addWidget(fourth)
+    assert fourth.pending_draft is None and not fourth.restore_bar.isVisibleTo(fourth)
+    fourth.shutdown()
 
 
 def test_switching_scenario_asks_before_discarding_edits(view: AuthorView, answers: Answers, root: Path) -> None:
