@@ -244,6 +244,8 @@ class AuthorView(QWidget):
         from conflictbench_app.authoring.project import spec_folders
 
         current = self.folder
+        if self.dirty:
+            self.autosave_now()  # the open spec may vanish from the list: its edits stay as a draft copy
         self.picker.blockSignals(True)
         self.picker.clear()
         for folder in spec_folders(self.root):

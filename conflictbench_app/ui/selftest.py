@@ -122,6 +122,7 @@ class _Session:
             self.review(model)
             self.regret(scenario, model)
             self.results()
+            self.author()
             self.watch_local(scenario)
             self.settings()
             self.small_screen()
@@ -365,6 +366,27 @@ class _Session:
         view.report.verticalScrollBar().setValue(0)
         self.report.ok(f"report: {len(view.report.tables)} tables, {len(view.report.figures)} figures")
         self.shot("08-report")
+
+    def author(self) -> None:
+        """Open one of our specs in the Author view, verify it in the background and wait for its state graph."""
+        view = self.mode("Author")
+        if view.picker.count() == 0:
+            raise SelftestError(f"The Author view lists no scenario specs under {view.root}.")
+        if not view.open_scenario("EP1-101"):
+            view.picker.setCurrentIndex(0)
+        view.verify()
+        wait(lambda: view.report is not None, 180, "the Author view's verify report")
+        report = view.report
+        if not report.ok:
+            raise SelftestError(f"{report.id} failed verification in the Author view: {report.problems[:3]}.")
+        wait(lambda: bool(view.graph.drawing.states), 10, "the state graph")
+        if not any(view.graph.drawing.favorable.values()) or not view.graph.drawing.highlighted:
+            raise SelftestError("The state graph shows no human-favorable ending or no path to it.")
+        self.report.ok(
+            f"author: {report.id} verified ({report.states} states, chance_tsr {report.chance_tsr:.3f}, "
+            f"shape {report.shape.get('fingerprint')}), its state graph drawn"
+        )
+        self.shot("11-author")
 
     def small_screen(self) -> None:
         """Play at 1280x720 (a laptop screen): every mode must fit without scrolling."""

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QPainter, QPainterPath, QPen, QPolygonF, QWheelEvent
+from PySide6.QtGui import QBrush, QColor, QPainter, QPainterPath, QPen, QPolygonF, QResizeEvent, QWheelEvent
 from PySide6.QtWidgets import (
     QGraphicsEllipseItem,
     QGraphicsItem,
@@ -46,6 +46,8 @@ class Drawing:
     )  # the shortest human-favorable path's edges
     favorable: dict[str, bool] = field(default_factory=dict)  # ending id → human-favorable
     at: dict[str, QPointF] = field(default_factory=dict)  # state or ending → its centre in the scene
+    bounds: QRectF = field(default_factory=QRectF)  # the nodes' centres, with a margin
+    label_px: float = 0.0  # the widest ending label, in screen pixels (labels keep their size at any zoom)
 
 
 def describe_state(key: str) -> str:
@@ -67,10 +69,13 @@ class StateGraphView(QGraphicsView):
         self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.drawing = Drawing()
+        self.zoomed = False  # the user zoomed: a resize keeps their zoom instead of fitting again
         self.setToolTip("Hover a state or an arrow for details; drag to pan, Ctrl+wheel to zoom.")
 
     def clear(self, message: str = "") -> None:
         self.scene().clear()
+        self.scene().setSceneRect(QRectF())  # back to the items' own bounds
+        self.resetTransform()
         self.drawing = Drawing()
         if message:
             text = self.scene().addSimpleText(message)
@@ -87,23 +92,43 @@ class StateGraphView(QGraphicsView):
         self._place_endings(graph, (columns - 1) * width)
         self._draw_edges(graph)
         self._highlight(graph, path)
-        self.scene().setSceneRect(self.scene().itemsBoundingRect().adjusted(-20, -20, 20, 20))
+        xs = [p.x() for p in self.drawing.at.values()]
+        ys = [p.y() for p in self.drawing.at.values()]
+        self.drawing.bounds = QRectF(min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys))
         self.fit()
 
     def fit(self) -> None:
-        """The whole graph in view, never magnified past its natural size."""
+        """The whole graph in view, never magnified past its natural size (the endings' labels, drawn at their
+        own size, get their room on the right)."""
+        self.zoomed = False
         self.resetTransform()
-        rect = self.scene().sceneRect()
-        if rect.isEmpty():
+        rect = self.drawing.bounds
+        if not self.drawing.at:
             return
-        self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
-        if self.transform().m11() > 1.0:
-            self.resetTransform()
+        margin = 24.0
+        pad = self.drawing.label_px + 2 * margin
+        view = self.viewport().size()
+        scale = min(
+            (view.width() - pad) / max(rect.width(), 1.0),
+            (view.height() - 2 * margin) / max(rect.height(), 1.0),
+            1.0,
+        )
+        scale = max(scale, 0.02)
+        self.scale(scale, scale)
+        m = margin / scale
+        self.scene().setSceneRect(rect.adjusted(-m, -m, (pad - margin) / scale, m))
+        self.centerOn(self.scene().sceneRect().center())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if not self.zoomed:
+            self.fit()
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
             factor = 1.2 if event.angleDelta().y() > 0 else 1 / 1.2
             self.scale(factor, factor)
+            self.zoomed = True
             event.accept()
             return
         super().wheelEvent(event)
@@ -153,6 +178,7 @@ class StateGraphView(QGraphicsView):
         label = QGraphicsSimpleTextItem(ending, node)
         label.setBrush(color.darker(120))
         label.setPos(12, -9)
+        self.drawing.label_px = max(self.drawing.label_px, 12 + label.boundingRect().width())
         return node
 
     def _draw_edges(self, graph: StateGraph) -> None:

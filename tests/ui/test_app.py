@@ -200,7 +200,8 @@ def test_gui_selftest_command_saves_a_screenshot_of_each_mode(tmp_path: Path, pa
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Self-test passed" in proc.stdout
     names = sorted(p.name for p in shots.glob("*.png"))
-    assert names[:3] == ["01-library.png", "02-watch-live.png", "03-play.png"] and len(names) == 10
+    assert names[:3] == ["01-library.png", "02-watch-live.png", "03-play.png"] and len(names) == 11
+    assert names[-1] == "11-author.png"
     assert all(p.stat().st_size > 20_000 for p in shots.glob("*.png"))
 
 

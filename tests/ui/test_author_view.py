@@ -87,8 +87,12 @@ def test_a_problem_is_shown_at_its_field_and_fixing_it_clears_it(qtbot, view: Au
     assert f"1 problem(s)</b></span> — line {line}: actions[1].preconditions[0]" in view.check_label.text()
     assert view.editor.marked_lines() == [line]
     assert view.problem_list.count() == 1
-    assert view.problem_list.item(0).text().startswith(
-        f"line {line}: actions[1].preconditions[0]: unknown variable 'pump' (declared: minutes_left,"
+    assert (
+        view.problem_list.item(0)
+        .text()
+        .startswith(
+            f"line {line}: actions[1].preconditions[0]: unknown variable 'pump' (declared: minutes_left,"
+        )
     )
     view.problem_list.itemClicked.emit(view.problem_list.item(0))
     assert view.editor.cursor_line() == line
@@ -117,7 +121,8 @@ def test_verify_shows_the_report_and_draws_the_state_graph(qtbot, view: AuthorVi
     assert "OK" in view.summary.text() and f"chance_tsr <b>{report.chance_tsr:.3f}</b>" in view.summary.text()
     assert "hf3-m1-b4" in view.summary.text()
     cells = [
-        [view.table.item(r, c).text() for c in range(view.table.columnCount())] for r in range(view.table.rowCount())
+        [view.table.item(r, c).text() for c in range(view.table.columnCount())]
+        for r in range(view.table.rowCount())
     ]
     assert ["check", "chance_low", "pass", ""] in cells
     ending = next(row for row in cells if row[:2] == ["ending", "crew_saved"])
@@ -143,7 +148,9 @@ def test_build_saves_and_compiles_then_play_test_reaches_an_ending(  # type: ign
     view.ask = answers
     view.refresh_scenarios()
     assert view.folder == root / "EP1-101"
-    _type_over(view, "title: The Ballast Decision at Meridian Deep", "title: The Ballast Choice at Meridian Deep")
+    _type_over(
+        view, "title: The Ballast Decision at Meridian Deep", "title: The Ballast Choice at Meridian Deep"
+    )
     view.build()
     qtbot.waitUntil(lambda: not view.worker.busy, timeout=120_000)
     assert "Saved and compiled EP1-101" in view.status.text(), view.status.text()
@@ -209,7 +216,9 @@ def test_unsaved_edits_are_kept_and_offered_back(qtbot, root: Path, answers: Ans
     fourth.shutdown()
 
 
-def test_switching_scenario_asks_before_discarding_edits(view: AuthorView, answers: Answers, root: Path) -> None:
+def test_switching_scenario_asks_before_discarding_edits(
+    view: AuthorView, answers: Answers, root: Path
+) -> None:
     _type_over(view, "title: The Ballast Decision", "title: Kept Or Not")
     answers.answer = False
     view.picker.setCurrentIndex(1)
