@@ -4,7 +4,9 @@ turn, which the model cannot go below).
 
 Each episode goes through the real stack: the runner, one glulxe process per episode, SQLite and the agent. The time
 per turn is the agent's own latency recorded on each step (``timings.agent_s``); the wall time per turn includes the
-engine and the store. The target for the model is a median of at most 1.5 s per turn on a laptop CPU.
+engine and the store. The target for the model is a median of at most 1.5 s per turn on a laptop CPU. The model runs
+in both precisions in the same run: fp32 (the default, the ``local_precision`` setting: the de-quantized GGUF as it
+is) and the opt-in int8 (dynamically quantized linear layers); the ratio is fp32's median over int8's.
 
     .venv/bin/python benchmarks/bench_local_model.py                 # 4 project scenarios, text-only, 6 turns each
     .venv/bin/python benchmarks/bench_local_model.py --scenarios EP1-101,EP2-101 --max-turns 4
@@ -13,6 +15,7 @@ engine and the store. The target for the model is a median of at most 1.5 s per 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import sys
@@ -80,27 +83,37 @@ def main() -> None:
         sys.exit(
             f"The embedded model {args.model} is not installed (bash packaging/bootstrap.sh app installs it)."
         )
-    rss_before = rss_mib()
-    started = time.perf_counter()
-    model = get_local_model(args.model)
-    load_s = time.perf_counter() - started
-    print(f"embedded model {model.spec.title}")
-    print(f"load {load_s:.2f} s in this process (of which the model's own load {model.load_seconds:.2f} s)")
-    print(f"peak RSS {rss_before:.0f} MiB before loading, {rss_mib():.0f} MiB after")
+    from conflictbench_app.settings import get_settings
 
+    rss_before = rss_mib()
+    medians: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         base_wall, base_steps = play("random:1", args.scenarios, args.max_turns, Path(tmp) / "random.db")
-        wall, steps = play(f"local:{args.model}", args.scenarios, args.max_turns, Path(tmp) / "local.db")
-    print(line("random:1 (baseline)", base_wall, base_steps))
-    print(line(f"local:{args.model}", wall, steps))
-    median = statistics.median(steps or [0])
-    base_turn = base_wall / max(1, len(base_steps))
+        print(line("random:1 (baseline)", base_wall, base_steps))
+        base_turn = base_wall / max(1, len(base_steps))
+        for precision in ("fp32", "int8"):
+            os.environ["CONFLICTBENCH_LOCAL_PRECISION"] = precision  # what the run's agent loads
+            get_settings.cache_clear()
+            started = time.perf_counter()
+            model = get_local_model(args.model)
+            print(
+                f"embedded model {model.spec.title}, {model.precision}: load {time.perf_counter() - started:.2f} s "
+                f"(the model's own {model.load_seconds:.2f} s); peak RSS {rss_mib():.0f} MiB "
+                f"({rss_before:.0f} before any model)"
+            )
+            db = Path(tmp) / f"local-{precision}.db"
+            wall, steps = play(f"local:{args.model}", args.scenarios, args.max_turns, db)
+            print(line(f"local:{args.model} {model.precision}", wall, steps))
+            medians[model.precision] = statistics.median(steps or [0])
+            print(
+                f"  wall per turn {wall / max(1, len(steps)) / max(base_turn, 1e-9):.1f}x the scripted agent's"
+            )
+    fp32, int8 = medians.get("fp32", 0.0), medians.get("int8", 0.0)
     print(
-        f"wall per turn: {wall / max(1, len(steps)) / max(base_turn, 1e-9):.1f}x the scripted agent's; "
-        f"model median {median:.2f} s per turn against a target of {TARGET_S} s "
-        f"({'met' if median <= TARGET_S else 'NOT met'} on this machine)"
+        f"model median {fp32:.2f} s per turn (fp32, the default) against a target of {TARGET_S} s "
+        f"({'met' if fp32 <= TARGET_S else 'NOT met'} on this machine); int8 (opt-in) {int8:.2f} s, "
+        f"ratio fp32/int8 {fp32 / max(int8, 1e-9):.2f}"
     )
-    print(f"peak RSS after both runs {rss_mib():.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -88,6 +88,10 @@ class Settings(BaseSettings):
     # The agent the app's pickers start on (e.g. "random:1", "openai:gpt-4o"); empty: a keyed model, else the
     # embedded one, else random:1 (see agents.registry.default_agent).
     default_agent: str = ""
+    # The embedded model's weights in memory: "fp32" (the GGUF file de-quantized as it is: reproducible) or "int8"
+    # (dynamically quantized linear layers: faster on a CPU, but its activations are quantized per call, so a
+    # score depends on what else was in the same forward pass). Each step of a local run records which.
+    local_precision: Literal["fp32", "int8"] = "fp32"
     # Paper folders imported in the app's library, offered again at the next start.
     library_sources: list[Path] = Field(default_factory=list)
     providers: dict[str, ProviderProfile] = Field(default_factory=dict)

@@ -100,6 +100,7 @@ class LocalAgent:
         )
         meta = {
             "local_model": self.model_name,
+            "local_precision": model.precision,
             "temperature": self.temperature,
             "action_scores": {s.choice: round(s.mean, 4) for s in scores},
             "action_probs": {s.choice: round(p, 4) for s, p in zip(scores, probs, strict=True)},

@@ -55,6 +55,7 @@ def test_plays_to_an_end_with_legal_actions_and_real_thoughts(model):
         assert len(decision.thought.split()) >= 2 and not decision.thought.startswith(("[", "<", "("))
         assert set(decision.meta["action_scores"]) == set(legal)
         assert decision.usage.cost_usd == 0 and decision.usage.completion_tokens > 0
+        assert decision.meta["local_precision"] == "fp32"  # the default; every step says which weights played
 
 
 def test_temperature_zero_is_deterministic(model):
@@ -109,3 +110,48 @@ def test_the_endpoint_answers_the_openai_client(model):
     assert (
         chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == plain.usage.completion_tokens
     )
+
+
+def test_a_torch_without_dynamic_quantization_keeps_fp32_and_says_so() -> None:
+    from types import SimpleNamespace
+
+    from conflictbench_app.agents.local_model import quantized
+
+    model = object()
+    assert quantized(SimpleNamespace(ao=SimpleNamespace()), model) == (model, "fp32")
+
+
+def test_an_unknown_precision_is_refused_with_the_choices() -> None:
+    from conflictbench_app.agents.local_model import get_local_model
+    from conflictbench_app.errors import AgentError
+
+    with pytest.raises(AgentError, match="fp32, int8"):
+        get_local_model(precision="fp16")
+
+
+def test_choices_scored_together_match_one_at_a_time(model):
+    """All choices go through one forward pass (a block mask); each must score as it would alone."""
+    import torch
+
+    from conflictbench_app.agents.base import AgentView
+    from conflictbench_app.agents.local_model import _crop
+    from conflictbench_app.agents.react import build_messages
+    from conflictbench_app.scenarios.library import load_library
+
+    scenario = load_library().get("EP1-101")
+    legal = [a.command for a in scenario.actions]
+    view = AgentView(scenario, scenario.opening, scenario.opening, (), tuple(legal), 0)
+    ids = model.prompt_ids(build_messages(view), "THINK: The crew comes first.\nACTION:")
+    together = model.score(ids, legal)
+    alone = []
+    with torch.inference_mode():
+        model._prefill(ids[:-1])
+        length = len(model._cache_ids)
+        for choice in legal:
+            cont = [ids[-1], *model.encode(" " + choice), model._end[0]]
+            logits = model.model(torch.tensor([cont]), use_cache=True, **model._cache_arg()).logits[0]
+            _crop(model._cache, length)
+            logprobs = torch.log_softmax(logits[:-1].float(), dim=-1)
+            alone.append(float(logprobs.gather(1, torch.tensor(cont[1:])[:, None]).sum()))
+    assert [s.choice for s in together] == legal
+    assert max(abs(s.logprob - a) for s, a in zip(together, alone, strict=True)) < 1e-3
