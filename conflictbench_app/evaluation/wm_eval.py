@@ -410,3 +410,27 @@ def _store_judgment(
     event.judgment = store.add_wm_judgment(judgment_record(job, answer, indices, judge, batch, info))
     result.usage = result.usage + answer.usage
     return event
+
+
+def judged_frames(judgment: WorldModelJudgment, *, max_side: int = 240) -> list[bytes]:
+    """The frames the judge saw for ``judgment`` (its recorded frame numbers, from its cached clip; the clip's
+    lossless last frame where the judge got it) as JPEG bytes, for showing beside the score. Raises
+    :class:`WorldModelError` when the clip is no longer in the cache."""
+    from conflictbench_app.worldmodel.cache import LAST_NAME
+    from conflictbench_app.worldmodel.video import encode_image, load_png, read_frames, video_info
+
+    path = Path(judgment.clip_path)
+    if not path.is_file():
+        raise WorldModelError(
+            f"The clip {path} is no longer in the clip cache; run the same wm-eval again to render it."
+        )
+    frames = list(read_frames(path, judgment.frames))
+    last = path.parent / LAST_NAME
+    if (
+        frames
+        and len(frames) == len(judgment.frames)
+        and last.is_file()
+        and judgment.frames[-1] == video_info(path)[0] - 1
+    ):
+        frames[-1] = load_png(last)
+    return [encode_image(f, max_side=max_side) for f in frames]

@@ -12,7 +12,7 @@ from conflictbench_app.evaluation.wm_eval import DIMENSIONS
 from conflictbench_app.records import WorldModelJudgment
 
 
-def _newest(judgments: Sequence[WorldModelJudgment]) -> list[WorldModelJudgment]:
+def newest(judgments: Sequence[WorldModelJudgment]) -> list[WorldModelJudgment]:
     """The newest judgment per (renderer, clip, dimension, judge, prompt): a redone one replaces the old."""
     key = lambda j: (j.renderer, j.clip_key, j.dimension, j.judge, j.prompt_sha)  # noqa: E731
     return list({key(j): j for j in judgments}.values())
@@ -21,7 +21,7 @@ def _newest(judgments: Sequence[WorldModelJudgment]) -> list[WorldModelJudgment]
 def table4(judgments: Sequence[WorldModelJudgment]) -> list[dict[str, Any]]:
     """One row per renderer: each dimension's mean score in [0, 1], Overall, clips, unparsed."""
     rows = []
-    for renderer, group in _by_renderer(_newest(judgments)).items():
+    for renderer, group in _by_renderer(newest(judgments)).items():
         row: dict[str, Any] = {"renderer": renderer}
         for dimension in DIMENSIONS:
             row[dimension.name] = _mean([j.score for j in group if j.dimension == dimension.name])
@@ -36,7 +36,7 @@ def table4(judgments: Sequence[WorldModelJudgment]) -> list[dict[str, Any]]:
 def table7(judgments: Sequence[WorldModelJudgment]) -> list[dict[str, Any]]:
     """One row per renderer: each sub-dimension's mean score in [0, 1]."""
     rows = []
-    for renderer, group in _by_renderer(_newest(judgments)).items():
+    for renderer, group in _by_renderer(newest(judgments)).items():
         row: dict[str, Any] = {"renderer": renderer}
         for dimension in DIMENSIONS:
             scored = [j for j in group if j.dimension == dimension.name and j.status == "scored"]

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from conflictbench_app.records import EpisodeRecord, RunRecord, StepRecord, Usage
 from conflictbench_app.scenarios.model import CATEGORIES as SCENARIO_CATEGORIES
+from conflictbench_app.ui.wm_panel import WorldModelPanel
 from conflictbench_app.ui.workers import SerialWorker
 
 if TYPE_CHECKING:
@@ -458,11 +459,19 @@ class ResultsView(QWidget):
         self.report = ReportPanel(db_path, self.tabs)
         self.tabs.addTab(runs, "Runs and success rates")
         self.tabs.addTab(self.report, "Report (paper tables)")
-        self.tabs.currentChanged.connect(lambda i: self.report.refresh() if i == 1 else None)
+        self.world_model = WorldModelPanel(db_path, self.tabs)
+        self.tabs.addTab(self.world_model, "World-model judgments")
+        self.tabs.currentChanged.connect(self._on_tab)
         layout.addWidget(self.tabs, 1)
         self.note = QLabel("", self)
         self.note.setObjectName("Subtitle")
         layout.addWidget(self.note)
+
+    def _on_tab(self, index: int) -> None:
+        if index == 1:
+            self.report.refresh()
+        elif index == 2:
+            self.world_model.refresh()
 
     def refresh(self) -> None:
         from conflictbench_app.store import Store

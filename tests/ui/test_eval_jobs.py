@@ -191,3 +191,74 @@ def test_the_results_report_shows_tables_4_and_7_with_their_judge(tmp_path: Path
     four = next(t for t in tables if t.title.startswith("Table 4"))
     assert four.rows[0][0] == "schematic" and "0.500" in four.rows[0] and "fake:judge" in four.rows[0]
     assert any(t.title.startswith("Table 7") for t in tables)
+
+
+def test_a_judgment_shows_the_five_frames_the_judge_saw_and_its_rationale(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+    from PySide6.QtGui import QImage
+
+    from conflictbench_app.evaluation import wm_eval as wm
+    from conflictbench_app.records import WorldModelJudgment
+    from conflictbench_app.ui.wm_panel import WorldModelPanel
+    from conflictbench_app.worldmodel.video import save_png, write_mp4
+
+    clip = tmp_path / "cache" / "k1" / "clip.mp4"
+    clip.parent.mkdir(parents=True)
+    write_mp4(np.zeros((49, 32, 48, 3), dtype=np.uint8), clip, fps=16)  # dark frames...
+    save_png(
+        np.full((32, 48, 3), 255, dtype=np.uint8), clip.parent / "last.png"
+    )  # ...and a white lossless last
+    dimension = wm.DIMENSIONS[0]
+    common = dict(
+        renderer="schematic",
+        backend="schematic",
+        run_id="r",
+        episode_id="e",
+        scenario_id="EP1-101",
+        dimension=dimension.name,
+        judge="fake:judge",
+        prompt_id=dimension.prompt,
+        prompt_sha="abc",
+        created_at="2026-01-01T00:00:00+00:00",
+    )
+    with Store(tmp_path / "w.db") as store:
+        store.add_wm_judgment(
+            WorldModelJudgment(
+                id="j1",
+                clip_key="k1",
+                clip_path=str(clip),
+                step=1,
+                action="flood server bay",
+                status="scored",
+                score=0.5,
+                subscores={s: 0.5 for s in dimension.subs},
+                rationale="The bay floods as asked.",
+                frames=wm.five_frames(49),
+                **common,
+            )
+        )
+        store.add_wm_judgment(
+            WorldModelJudgment(
+                id="j2",
+                clip_key="k2",
+                clip_path=str(tmp_path / "gone.mp4"),
+                step=2,
+                status="unparsed",
+                frames=wm.five_frames(49),
+                **common,
+            )
+        )
+    panel = WorldModelPanel(tmp_path / "w.db", None)  # type: ignore[arg-type]
+    qtbot.addWidget(panel)
+    panel.refresh()
+    assert panel.table.rowCount() == 2 and "2 judgment(s) of 1 renderer(s)" in panel.summary.text()
+    assert all(not label.pixmap().isNull() for label in panel.frames)
+    assert [label.toolTip() for label in panel.frames] == [
+        f"frame {n} of the clip" for n in (0, 12, 24, 36, 48)
+    ]
+    first, last = (panel.frames[i].pixmap().toImage() for i in (0, 4))
+    assert QImage(first).pixelColor(5, 5).lightness() < 60 and QImage(last).pixelColor(5, 5).lightness() > 200
+    assert "The bay floods as asked." in panel.rationale.text() and "0.500" in panel.rationale.text()
+    panel.table.setCurrentCell(1, 0)  # a clip gone from the cache says so, and how to get it back
+    assert "unparsed" in panel.rationale.text() and "no longer in the clip cache" in panel.rationale.text()
+    assert all(label.pixmap().isNull() for label in panel.frames)
