@@ -340,7 +340,8 @@ def _side_by_side(torch: Any, conts: list[list[int]], prefix: int) -> tuple[list
     total = len(flat)
     mask = torch.zeros((1, 1, total, prefix + total), dtype=torch.bool)
     mask[..., :prefix] = True
-    positions, start = [], 0
+    positions: list[int] = []
+    start = 0
     for cont in conts:
         n = len(cont)
         mask[0, 0, start : start + n, prefix + start : prefix + start + n] = torch.tril(
