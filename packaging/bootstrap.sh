@@ -2,7 +2,8 @@
 # One-step setup on a fresh machine, then run:
 #   bash packaging/bootstrap.sh app [ARGS...]   install (with the embedded demo model), then start the app
 #                                               (`conflictbench ARGS`; no ARGS: the GUI)
-#   bash packaging/bootstrap.sh test [ARGS...]  install with the test, world-model and packaging extras, then run pytest
+#   bash packaging/bootstrap.sh test [ARGS...]  install with the test, world-model, packaging, local-model and Ray
+#                                               extras, then run pytest
 # Idempotent: a second run reinstalls only when pyproject.toml changed. Needs Python 3.11+ and pip's registry.
 set -euo pipefail
 mode="${1:-app}"; shift || true
@@ -18,11 +19,12 @@ pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
 
 case "$mode" in
   app)  extras="[local]" ;;
-  test) extras="[test,wan,package,local]" ;;
+  test) extras="[test,wan,package,local,ray]" ;;
   *) echo "bootstrap: unknown mode '$mode' (use app or test)" >&2; exit 2 ;;
 esac
 
-stamp=".venv/.bootstrap-$(sha256sum pyproject.toml | cut -c1-16)-${mode}"
+# Keyed by pyproject.toml and the extras: a change of either reinstalls.
+stamp=".venv/.bootstrap-$(sha256sum pyproject.toml | cut -c1-16)-${mode}-$(printf %s "$extras" | sha256sum | cut -c1-8)"
 if [ ! -f "$stamp" ]; then
   "${pip[@]}" install --upgrade pip
   # An exact torch pin takes the CPU wheel; an unpinned one pulls a multi-GB CUDA build (TOOLCHAIN §4).
