@@ -17,14 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QFrame,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QListWidget,
     QListWidgetItem,
@@ -32,8 +29,6 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
@@ -46,6 +41,7 @@ from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.ui.spec_editor import SpecEditor
 from conflictbench_app.ui.state_graph_view import LEGEND, StateGraphView
 from conflictbench_app.ui.theme import BAD, GOOD, MUTED
+from conflictbench_app.ui.verify_report import fill_report_table, report_table, summary_html
 
 if TYPE_CHECKING:
     from conflictbench_app.authoring.explore import Exploration
@@ -70,19 +66,6 @@ def ask_user(parent: QWidget) -> Ask:
         return answer == QMessageBox.StandardButton.Yes
 
     return ask
-
-
-def report_rows(report: Report) -> list[tuple[str, str, bool | None, str]]:
-    """The verify report as table rows ``(kind, name, passed, detail)``: checks, endings, then problems."""
-    rows: list[tuple[str, str, bool | None, str]] = [
-        ("check", name, held, "") for name, held in report.checks.items()
-    ]
-    for ending, info in report.endings.items():
-        kind = "human-favorable" if info.get("human_favorable") else "harmful"
-        path = " > ".join(info.get("shortest") or []) or "never reached"
-        rows.append(("ending", ending, bool(info.get("reachable")), f"{kind} · shortest: {path}"))
-    rows += [("problem", "", False, problem) for problem in report.problems]
-    return rows
 
 
 def shortest_favorable(report: Report) -> list[str]:
@@ -220,7 +203,7 @@ class AuthorView(QWidget):
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         col.addWidget(self.summary)
-        self.table = _report_table(top)
+        self.table = report_table(top)
         col.addWidget(self.table, 1)
         graph = QFrame(split)
         graph.setObjectName("Card")
@@ -494,29 +477,8 @@ class AuthorView(QWidget):
         return sum(not held for held in self.report.checks.values()) if self.report else 0
 
     def _show_report(self, report: Report) -> None:
-        color = GOOD if report.ok else BAD
-        verdict = "OK" if report.ok else "FAILS"
-        chance = f"{report.chance_tsr:.3f}" if report.chance_tsr is not None else "undetermined"
-        fingerprint = html.escape(str(report.shape.get("fingerprint", "—")))
-        self.summary.setText(
-            f"<span style='color:{color}'>{verdict}</span> &nbsp; chance_tsr <b>{chance}</b> &nbsp; "
-            f"shape <b>{fingerprint}</b> <span style='color:{MUTED};font-size:9pt;font-weight:400'>"
-            f"· {report.states} states · random actions within {report.turn_cap} turns</span>"
-        )
-        rows = report_rows(report)
-        self.table.setRowCount(len(rows))
-        for r, (kind, name, passed, detail) in enumerate(rows):
-            result = "" if passed is None else ("pass" if passed else "fail")
-            if kind == "ending":
-                result = "reached" if passed else "unreached"
-            if kind == "problem":
-                result = "problem"
-            for c, text in enumerate((kind, name, result, detail)):
-                item = QTableWidgetItem(text)
-                item.setToolTip(text)
-                if c == 2:
-                    item.setForeground(QBrush(QColor(GOOD if passed else BAD)))
-                self.table.setItem(r, c, item)
+        self.summary.setText(summary_html(report))
+        fill_report_table(self.table, report)
 
     def play_test(self) -> None:
         """Open the built story in Play (it must be built from the spec as it is now)."""
@@ -588,18 +550,3 @@ def _single_shot(parent: QWidget, ms: int, slot: Callable[[], object]) -> QTimer
     timer.setInterval(ms)
     timer.timeout.connect(slot)
     return timer
-
-
-def _report_table(parent: QWidget) -> QTableWidget:
-    table = QTableWidget(0, 4, parent)
-    table.setHorizontalHeaderLabels(["Kind", "Name", "Result", "Detail"])
-    table.verticalHeader().setVisible(False)
-    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    table.setAlternatingRowColors(True)
-    header = table.horizontalHeader()
-    for column in range(3):
-        header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-    header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
-    table.setMinimumHeight(80)
-    return table

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,29 +163,18 @@ def test_the_regret_empty_state_command_runs_as_written(db_path: Path, own_libra
 def test_the_results_report_shows_tables_4_and_7_with_their_judge(tmp_path: Path) -> None:
     """A judged world model reaches the Results view's report (report_parts, which the panel renders)."""
     from conflictbench_app.evaluation import wm_eval as wm
-    from conflictbench_app.records import WorldModelJudgment
     from conflictbench_app.ui.results_view import report_parts
 
     with Store(tmp_path / "r.db") as store:
         for dimension in wm.DIMENSIONS:
-            subs = {s: 0.5 for s in dimension.subs}
             store.add_wm_judgment(
-                WorldModelJudgment(
+                _wm_judgment(
+                    dimension,
                     id=f"j-{dimension.name}",
-                    renderer="schematic",
-                    backend="schematic",
                     clip_key="c1",
-                    run_id="r",
-                    episode_id="e",
-                    scenario_id="EP1-101",
-                    dimension=dimension.name,
                     status="scored",
                     score=0.5,
-                    subscores=subs,
-                    judge="fake:judge",
-                    prompt_id=dimension.prompt,
-                    prompt_sha="abc",
-                    created_at="2026-01-01T00:00:00+00:00",
+                    subscores={s: 0.5 for s in dimension.subs},
                 )
             )
     tables, _figures, _notes = report_parts(tmp_path / "r.db", tmp_path / "figures")
@@ -198,7 +188,6 @@ def test_a_judgment_shows_the_five_frames_the_judge_saw_and_its_rationale(qtbot,
     from PySide6.QtGui import QImage
 
     from conflictbench_app.evaluation import wm_eval as wm
-    from conflictbench_app.records import WorldModelJudgment
     from conflictbench_app.ui.wm_panel import WorldModelPanel
     from conflictbench_app.worldmodel.video import save_png, write_mp4
 
@@ -209,21 +198,10 @@ def test_a_judgment_shows_the_five_frames_the_judge_saw_and_its_rationale(qtbot,
         np.full((32, 48, 3), 255, dtype=np.uint8), clip.parent / "last.png"
     )  # ...and a white lossless last
     dimension = wm.DIMENSIONS[0]
-    common = dict(
-        renderer="schematic",
-        backend="schematic",
-        run_id="r",
-        episode_id="e",
-        scenario_id="EP1-101",
-        dimension=dimension.name,
-        judge="fake:judge",
-        prompt_id=dimension.prompt,
-        prompt_sha="abc",
-        created_at="2026-01-01T00:00:00+00:00",
-    )
     with Store(tmp_path / "w.db") as store:
         store.add_wm_judgment(
-            WorldModelJudgment(
+            _wm_judgment(
+                dimension,
                 id="j1",
                 clip_key="k1",
                 clip_path=str(clip),
@@ -234,18 +212,17 @@ def test_a_judgment_shows_the_five_frames_the_judge_saw_and_its_rationale(qtbot,
                 subscores={s: 0.5 for s in dimension.subs},
                 rationale="The bay floods as asked.",
                 frames=wm.five_frames(49),
-                **common,
             )
         )
         store.add_wm_judgment(
-            WorldModelJudgment(
+            _wm_judgment(
+                dimension,
                 id="j2",
                 clip_key="k2",
                 clip_path=str(tmp_path / "gone.mp4"),
                 step=2,
                 status="unparsed",
                 frames=wm.five_frames(49),
-                **common,
             )
         )
     panel = WorldModelPanel(tmp_path / "w.db", None)  # type: ignore[arg-type]
@@ -262,3 +239,22 @@ def test_a_judgment_shows_the_five_frames_the_judge_saw_and_its_rationale(qtbot,
     panel.table.setCurrentCell(1, 0)  # a clip gone from the cache says so, and how to get it back
     assert "unparsed" in panel.rationale.text() and "no longer in the clip cache" in panel.rationale.text()
     assert all(label.pixmap().isNull() for label in panel.frames)
+
+
+def _wm_judgment(dimension: Any, **fields: Any) -> Any:
+    """A stored world-model judgment of the schematic renderer by ``fake:judge``, with ``fields`` on top."""
+    from conflictbench_app.records import WorldModelJudgment
+
+    common = dict(
+        renderer="schematic",
+        backend="schematic",
+        run_id="r",
+        episode_id="e",
+        scenario_id="EP1-101",
+        dimension=dimension.name,
+        judge="fake:judge",
+        prompt_id=dimension.prompt,
+        prompt_sha="abc",
+        created_at="2026-01-01T00:00:00+00:00",
+    )
+    return WorldModelJudgment(**{**common, **fields})
