@@ -7,6 +7,8 @@ long-lived). Target: ray within 1.2x of local's wall time on one machine.
 
     .venv/bin/python benchmarks/bench_ray.py --scenarios EP1
     .venv/bin/python benchmarks/bench_ray.py --renders --render-backend schematic
+    .venv/bin/python benchmarks/bench_ray.py --renders --render-backend wan --wan-model DIR --scenarios EP1-001,EP1-002,...
+      (DIR: a tiny random-weight pipeline from conflictbench_app.worldmodel.tiny_wan.build_tiny_wan; 2+2 steps)
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ def bench_renders(args: argparse.Namespace, tmp: Path) -> None:
 
     base = ["render-cache", args.scenarios, "--source", str(args.source), "--backend", args.render_backend]
     base += ["--executor", "ray", "--json"] + (["--wan-model", str(args.wan_model)] if args.wan_model else [])
+    base += ["--steps", *map(str, args.steps)] if args.render_backend == "wan" else []
     walls = {}
     for actors in (1, 2):
         cache = tmp / f"cache{actors}"
@@ -77,7 +80,7 @@ def bench_renders(args: argparse.Namespace, tmp: Path) -> None:
         walls[actors] = time.perf_counter() - started
         if result.exit_code != 0:
             sys.exit(result.output)
-        data = json.loads(result.output)
+        data = json.loads(result.stdout)  # warnings (diffusers, Ray) go to stderr
         print(
             f"render-cache {args.render_backend}: {actors} actor(s) {walls[actors]:.2f} s, {data['clips']} clips "
             f"({data['rendered']} rendered), {data['clips'] / walls[actors]:.2f} clips/s"
@@ -101,6 +104,9 @@ def main() -> None:
         "--render-backend", default="schematic", help="schematic, or wan with --wan-model (tiny)"
     )
     parser.add_argument("--wan-model", type=Path, default=None)
+    parser.add_argument(
+        "--steps", type=int, nargs=2, default=(2, 2), help="wan: denoising steps, base and step clips (default 2 2)"
+    )
     args = parser.parse_args()
     if args.source is None:
         sys.exit("No scenarios: give --source (the paper corpus at ../shared is absent).")
