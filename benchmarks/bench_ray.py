@@ -105,7 +105,11 @@ def main() -> None:
     )
     parser.add_argument("--wan-model", type=Path, default=None)
     parser.add_argument(
-        "--steps", type=int, nargs=2, default=(2, 2), help="wan: denoising steps, base and step clips (default 2 2)"
+        "--steps",
+        type=int,
+        nargs=2,
+        default=(2, 2),
+        help="wan: denoising steps, base and step clips (default 2 2)",
     )
     args = parser.parse_args()
     if args.source is None:

