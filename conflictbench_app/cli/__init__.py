@@ -78,7 +78,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Run the regret test after EP1 episodes that ended well.",
     ),
     "single-turn": (
-        "conflictbench_app.cli.eval_cmd",
+        "conflictbench_app.cli.single_turn_cmd",
         "single_turn",
         "Ask the single-turn forms; score PacifAIst answers.",
     ),
