@@ -3,7 +3,7 @@
 #   bash packaging/bootstrap.sh app [ARGS...]   install (with the embedded demo model), then start the app
 #                                               (`conflictbench ARGS`; no ARGS: the GUI)
 #   bash packaging/bootstrap.sh test [ARGS...]  install with the test, world-model, packaging, local-model and Ray
-#                                               extras, then run pytest
+#                                               extras, then run pytest (one worker per CPU)
 # Idempotent: a second run reinstalls only when pyproject.toml changed. Needs Python 3.11+ and pip's registry.
 set -euo pipefail
 mode="${1:-app}"; shift || true
@@ -55,6 +55,8 @@ fi
 
 if [ "$mode" = test ]; then
   export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
-  exec .venv/bin/python -m pytest "$@"
+  # One worker per CPU (pytest-xdist), a test file to a worker (module fixtures are built once); on 2 cores the suite
+  # takes about two thirds of the time one process takes. CONFLICTBENCH_TEST_WORKERS=0 runs it in one process.
+  exec .venv/bin/python -m pytest -n "${CONFLICTBENCH_TEST_WORKERS:-auto}" --dist loadfile "$@"
 fi
 exec .venv/bin/conflictbench "$@"
