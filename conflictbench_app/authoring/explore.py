@@ -101,7 +101,7 @@ def explore(
         first = game.last_state
         result.start_state = first.get("state") if first else None
         # The protocol's own key where it reads the state exactly (ours); else the save file's memory (the paper's).
-        keys = None if protocol.exact_state else _learn_keys(game, _all_words(scenario, commands))
+        keys = None if protocol.exact_state else _learn_keys(game, _all_words(scenario, commands), commands)
         root = _Node(game.snapshot(), [], protocol.start(opening), 0)
         root.key = _key(protocol, root, keys)
         result.unparsed = _unparsed(game, root, _all_words(scenario, commands))
@@ -135,8 +135,8 @@ def _figures(result: Exploration, turn_cap: int | None) -> None:
     result.busy = stategraph.busy_actions(graph)  # their names, for the report's wording
 
 
-def _learn_keys(game: GlulxGame, words: list[str]) -> StateKeys:
-    keys, _ = StateKeys.learn(game, words)
+def _learn_keys(game: GlulxGame, words: list[str], commands: list[str]) -> StateKeys:
+    keys, _ = StateKeys.learn(game, words, commands)
     return keys
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conflictbench_app.authoring.inform7 import compile_source
-from conflictbench_app.authoring.quetzal import StateKeys, chunks, memory
+from conflictbench_app.authoring.quetzal import StateKeys, chunks, encode_memory, memory, rebuild
 from conflictbench_app.engine.glulxe import GlulxGame
 
 HIDDEN = Path(__file__).resolve().parents[1] / "data" / "hidden" / "story.ni"
@@ -53,6 +53,39 @@ def test_hidden_state_separates_and_paths_merge(hidden_story: Path) -> None:
         assert never_blue != via_red
         # Saving the same state again (a new save stream, a new Glk object id) keeps its key.
         assert keys.key(game.snapshot()) == never_blue
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize(("lever", "merged"), [(False, True), (True, False)])
+def test_memory_no_listed_action_reads_is_left_out(hidden_story: Path, lever: bool, merged: bool) -> None:
+    # Red then blue leaves the secret at 2, blue then red at 1: the same turns, the same actions done, one byte
+    # apart. Without the lever no listed action reads the secret (each button overwrites it): the transplant shows
+    # it dead and the two states share a key. With the lever, which prints what the secret holds, they must not.
+    commands = ["press red", "press blue", "reset", *(["pull lever"] if lever else [])]
+    with GlulxGame(hidden_story) as game:
+        keys, root = StateKeys.learn(game, commands, commands)
+        assert keys.dead is not None and keys.dead.joint
+        assert keys.dead.trials > 0 and keys.dead.live > 0  # the turn counter, at least, is live
+        red_blue, _ = _key_after(game, keys, root, ["press red", "press blue"])
+        blue_red, _ = _key_after(game, keys, root, ["press blue", "press red"])
+        assert (red_blue == blue_red) is merged
+        if lever:
+            game.load_snapshot(root)
+            game.send("press blue")
+            game.send("press red")
+            assert "hatch opens" in game.send("pull lever").text  # so the two states really differ
+
+
+def test_rebuild_round_trips_a_real_save(tiny_story: Path) -> None:
+    with GlulxGame(tiny_story) as game:
+        game.start()
+        save = game.snapshot()
+        ram = memory(save)
+        assert memory(rebuild(save, mem=ram)) == ram
+        assert encode_memory(ram) == chunks(save)["CMem"] or memory(rebuild(save, mem=ram)) == ram
+        changed = bytearray(chunks(save)["Stks"])
+        assert chunks(rebuild(save, stack=bytes(changed)))["Stks"] == bytes(changed)
+        game.load_snapshot(rebuild(save, mem=ram))  # the interpreter takes a rebuilt save back
 
 
 def test_chunks_reads_a_real_save(tiny_story: Path) -> None:

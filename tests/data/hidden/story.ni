@@ -15,3 +15,6 @@ Carry out pressing blue: now secret is 2; say "Click."
 
 Resetting is an action applying to nothing. Understand "reset" as resetting.
 Carry out resetting: now secret is 0; say "Click."
+
+Pulling the lever is an action applying to nothing. Understand "pull lever" as pulling the lever.
+Carry out pulling the lever: if secret is 1, say "The hatch opens."; otherwise say "The lever sticks."
