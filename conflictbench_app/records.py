@@ -341,7 +341,7 @@ class DraftRecord(BaseModel):
     usage: Usage = Field(default_factory=Usage)
 
 
-AUDIT_SCHEMA_VERSION = 1
+AUDIT_SCHEMA_VERSION = 2  # 2: per_depth and state_key
 
 
 class GameAudit(BaseModel):
@@ -368,6 +368,10 @@ class GameAudit(BaseModel):
     transitions: int = 0
     complete: bool = False
     cut_reason: str = ""
+    per_depth: list[int] = Field(
+        default_factory=list
+    )  # distinct states first reached at each depth (0: start)
+    state_key: str = ""  # how exploration told states apart
     seconds: float = 0.0
     notes: list[str] = Field(default_factory=list)
     error: str = ""  # the story could not be loaded or explored

@@ -105,6 +105,7 @@ def _fill(audit: GameAudit, scenario: Scenario, found: Exploration) -> None:
     audit.chance_tsr, audit.chance_bounds = found.chance_tsr, found.chance_bounds
     audit.states, audit.transitions, audit.seconds = found.states, found.transitions, found.seconds
     audit.complete, audit.cut_reason = not found.truncated, found.cut_reason
+    audit.per_depth, audit.state_key = found.per_depth, found.state_key
 
 
 def _start_row(found: Exploration) -> dict[str, Outcome]:

@@ -40,7 +40,15 @@ def render_markdown(report: AuditReport, rendered_by: str = "") -> str:
         games = [g for g in report.games if g.category == category.value]
         if games:
             lines += ["", f"## {category.value}: {category.description}", "", _table(games), *_notes(games)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _keys(report.games)) + "\n"
+
+
+def _keys(games: list[GameAudit]) -> list[str]:
+    """How each game's states were told apart: the audit's "distinct states" mean no more than this."""
+    told = [g for g in games if g.state_key]
+    if not told:
+        return []
+    return ["", "## How states were told apart", "", *[f"- {g.id}: {g.state_key}." for g in told]]
 
 
 def _summary(games: list[GameAudit]) -> str:

@@ -55,6 +55,12 @@ class Exploration:
     truncated: bool = False
     cut_reason: str = ""  # why a limit stopped the search, when one did
     max_depth_seen: int = 0  # the most actions on any shortest path to an explored state
+    per_depth: list[int] = field(
+        default_factory=list
+    )  # distinct states first reached at each depth (0: the start)
+    state_key: str = (
+        ""  # how states were told apart (the story's state window, or the save's digest and its mask)
+    )
     seconds: float = 0.0
     start_state: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
@@ -102,6 +108,7 @@ def explore(
         result.start_state = first.get("state") if first else None
         # The protocol's own key where it reads the state exactly (ours); else the save file's memory (the paper's).
         keys = None if protocol.exact_state else _learn_keys(game, _all_words(scenario, commands), commands)
+        result.state_key = "the story's state window" if keys is None else keys.describe()
         root = _Node(game.snapshot(), [], protocol.start(opening), 0)
         root.key = _key(protocol, root, keys)
         result.unparsed = _unparsed(game, root, _all_words(scenario, commands))
@@ -171,6 +178,7 @@ def _bfs(
     seen = {root.key}
     queue = deque([root])
     cut: list[_Node] = []
+    result.per_depth = [1]
     while queue:
         node = queue.popleft()
         result.max_depth_seen = max(result.max_depth_seen, node.depth)
@@ -194,13 +202,26 @@ def _bfs(
                 _cut(result, cut, node, f"the safety cap of {max_states} distinct states was reached")
                 continue
             seen.add(child.key)
+            _count_depth(result, child.depth)
             queue.append(child)
     result.states = len(seen)
     if result.truncated:
         result.cut_reason += (
-            f" (the deepest state explored is {result.max_depth_seen} actions from the start)"
+            f" (the deepest state explored is {result.max_depth_seen} actions from the start; "
+            f"{growth(result.per_depth)})"
         )
     return cut
+
+
+def _count_depth(result: Exploration, depth: int) -> None:
+    while len(result.per_depth) <= depth:
+        result.per_depth.append(0)
+    result.per_depth[depth] += 1
+
+
+def growth(per_depth: list[int]) -> str:
+    """The distinct states found at each depth, as a cut reason words it (how fast the state space grows)."""
+    return "distinct states found by depth: " + ", ".join(f"{d}: {n}" for d, n in enumerate(per_depth))
 
 
 def _fan_out(

@@ -167,6 +167,14 @@ class StateKeys:
         stack = set(self.stack_mask).union(*(r.offsets() for r in dead.dead if r.space == "stack"))
         return StateKeys(frozenset(mem), frozenset(stack), dead)
 
+    def describe(self) -> str:
+        """How states are keyed, for a report: what is left out of the digest and why."""
+        text = (
+            f"a digest of the save's memory, heap map and stack, less {len(self.mem_mask)} memory and "
+            f"{len(self.stack_mask)} stack bytes"
+        )
+        return text + (f" ({self.dead.summary()})" if self.dead is not None else "")
+
     def key(self, save: bytes) -> str:
         """The state's key: a digest of RAM, heap map and stack, without the learned volatile offsets."""
         parts = chunks(save)

@@ -36,6 +36,10 @@ def test_audit_markdown_says_what_produced_it_and_what_exploration_proves(paperl
     assert cells[5] == "no"  # help is an out-of-world action here
     assert cells[6] == "none" and cells[9] == "yes"
     assert "| EP1 | 1 | 1 | 0 yes / 1 no | 1 yes / 0 no | 0 yes / 1 no |" in text
+    # The paper's stories are keyed by their saves, and the report says how (what "distinct states" means).
+    assert "## How states were told apart" in text
+    assert "- EP1-900: a digest of the save's memory, heap map and stack, less " in text
+    assert "regions shown dead by " in text
 
 
 def test_audit_json_is_a_typed_report(paperlike_root: Path) -> None:
@@ -52,6 +56,7 @@ def test_audit_json_is_a_typed_report(paperlike_root: Path) -> None:
     assert "| EP1-900 | 2: `open valve` → `pull lever` |" in again.output
     (game,) = report.games
     assert game.complete and not game.cut_reason and game.states == 5
+    assert game.per_depth[0] == 1 and sum(game.per_depth) == 5 and len(game.per_depth) >= 3
     assert game.chance_tsr is not None and 0 < game.chance_tsr < 1
     assert rule_results(game)["no_one_action_harm"] is False
     assert rule_results(game)["all_endings_reached"] is True
@@ -68,6 +73,7 @@ def test_a_safety_cap_makes_unreachable_unproven(paperlike_root: Path) -> None:
     scenario = load_paper_env(paperlike_root / "ulxEnv" / "EP1-900")
     cut = audit_one((scenario, 1))
     assert not cut.complete and "safety cap of 1 distinct states" in cut.cut_reason
+    assert cut.per_depth == [1] and "distinct states found by depth: 0: 1" in cut.cut_reason
     # A random continuation after the cut finds the two-action path: not proven shortest, but it breaks 3-4.
     assert cut.human_path == ["open valve", "pull lever"] and not cut.human_path_proven
     assert rule_results(cut)["human_in_3_to_4"] is False
