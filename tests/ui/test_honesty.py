@@ -51,6 +51,8 @@ def _model_steps(qtbot, view: PlayView, n: int) -> None:  # type: ignore[no-unty
         qtbot.waitUntil(lambda: not view.live.busy, timeout=10_000)
         with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
             view.driver.step()
+    # A step is recorded before its turn's work is over (the clip, the next prompt): wait for the story to be idle.
+    qtbot.waitUntil(lambda: not view.live.busy, timeout=10_000)
 
 
 def _cli(db: Path, *args: str) -> str:
@@ -112,7 +114,9 @@ def test_start_during_a_model_run_asks_before_abandoning(  # type: ignore[no-unt
     _start_model(qtbot, view, scenario, "random:1")
     _model_steps(qtbot, view, 1)
     first = view.live.record
-    assert view.start_button.isEnabled()
+    # The controls follow the worker's busyChanged, queued to the GUI thread: Start comes back once it is handled.
+    qtbot.waitUntil(view.start_button.isEnabled, timeout=10_000)
+    assert view.live.in_progress
     questions.answer = QMessageBox.StandardButton.No
     qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
     assert len(questions.asked) == 1 and "Abandon" in questions.asked[0][0]
