@@ -5,11 +5,13 @@ the parser built for the previous command (the typed words, their dictionary ent
 of a longer earlier command. Such bytes split one state into many and make an exhaustive search explode, so the key
 should leave them out, but only where that is shown, not assumed. The test: take a real state S and another real
 state T that differ in a region R, build S' (S with T's bytes in R, :func:`quetzal.rebuild`), and play every listed
-action from S and from S'. R is dead when, for every action, both print the same text, both end or neither does, and
-the two states after it are identical (outside the bytes that saving itself changes): the action wrote R before it
-read it, so nothing R held can matter later. A region whose new value depends on its old one (a counter, a score)
-fails at once, however long its effect takes to show. Every candidate region is tried on several pairs of states,
-then the whole mask at once. What is shown holds for the states sampled (the start, its children, some of theirs);
+action from S and from S'. R is dead when, for every action, both print the same text, both end or neither does,
+the two states after it are identical outside R (and outside the bytes that saving itself changes), and each byte
+of R the action either wrote alike from both (it wrote the byte before reading it) or left alone in both (a parse
+buffer: a short command overwrites the first words of a longer one and leaves the rest): so nothing R held can
+matter later. A region whose new value depends on its old one (a counter, a score) fails at once,
+however long its effect takes to show. Every candidate region is tried on several pairs of states, then the whole
+mask at once. What is shown holds for the states sampled (the start, its children, some of theirs);
 an action the explorer never plays (``again``, ``undo``, ``oops``) may still read such memory, so the key is exact
 for the listed actions, which are all the search plays.
 """
@@ -278,13 +280,15 @@ def _same(x: _After, y: _After, masks: tuple[frozenset[int], frozenset[int]]) ->
 
 
 def _written_or_kept(before_x: _State, before_y: _State, x: _After, y: _After, region: Region) -> bool:
-    """Overwritten alike (``region`` no longer depends on what it held) or left alone in both (still the
-    transplanted bytes, which nothing else read): either way no command turns its old value into a new one."""
+    """Byte by byte: overwritten alike (it no longer depends on what it held) or left alone in both (still the
+    transplanted byte, which nothing else read): either way no command turned an old value into a new one."""
     after_x, after_y = x[1], y[1]
     assert after_x is not None and after_y is not None
-    if _cut(after_x, region) == _cut(after_y, region):
+    now_x, now_y = _cut(after_x, region), _cut(after_y, region)
+    if now_x == now_y:
         return True
-    return _cut(after_x, region) == _cut(before_x, region) and _cut(after_y, region) == _cut(before_y, region)
+    was_x, was_y = _cut(before_x, region), _cut(before_y, region)
+    return all(p == q or (p == u and q == v) for p, q, u, v in zip(now_x, now_y, was_x, was_y, strict=True))
 
 
 def _blank(data: bytes, mask: frozenset[int]) -> bytes:
