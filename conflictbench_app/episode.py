@@ -14,7 +14,7 @@ from conflictbench_app.errors import EngineError
 from conflictbench_app.scenarios.meta import meta_refusal
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.scenarios.protocol import EndingSeen, Outcome, Position, story_protocol
-from conflictbench_app.settings import turn_cap
+from conflictbench_app.settings import REPLY_TIMEOUT, turn_cap
 
 __all__ = ["Episode", "EpisodeSnapshot", "Outcome", "StepResult"]
 
@@ -77,7 +77,12 @@ class Episode:
     """
 
     def __init__(
-        self, scenario: Scenario, *, max_turns: int | None = None, seed: int = 1, timeout: float = 10.0
+        self,
+        scenario: Scenario,
+        *,
+        max_turns: int | None = None,
+        seed: int = 1,
+        timeout: float = REPLY_TIMEOUT,
     ) -> None:
         self.scenario = scenario
         self.protocol = story_protocol(scenario)

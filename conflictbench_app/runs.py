@@ -16,6 +16,7 @@ from conflictbench_app import __version__
 from conflictbench_app.records import EpisodeRecord, RunRecord
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.session import ClipHook, PlaySession
+from conflictbench_app.settings import REPLY_TIMEOUT
 from conflictbench_app.store import Store
 
 
@@ -30,7 +31,7 @@ class RunConfig:
     max_turns: int | None = None  # None: the setting's cap in the settings (:func:`settings.turn_cap`)
     concurrency: int = 1
     seed: int = 1
-    engine_timeout: float = 10.0
+    engine_timeout: float = REPLY_TIMEOUT
     renderer: str = "schematic"
     renderer_options: dict[str, Any] = field(default_factory=dict)
     agent_options: dict[str, Any] = field(default_factory=dict)

@@ -21,6 +21,7 @@ from conflictbench_app.episode import Episode, EpisodeSnapshot, Outcome, StepRes
 from conflictbench_app.errors import ConflictBenchError, EngineError
 from conflictbench_app.records import CLOSED_STATUSES, Actor, EpisodeRecord, StepRecord, Usage, actor_of
 from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.settings import REPLY_TIMEOUT
 from conflictbench_app.store import Store
 from conflictbench_app.store.db import now
 
@@ -70,7 +71,7 @@ class PlaySession:
         episode: EpisodeRecord,
         *,
         clips: ClipHook | None = None,
-        timeout: float = 10.0,
+        timeout: float = REPLY_TIMEOUT,
         protocol: str = "studio",
     ) -> None:
         self.store = store

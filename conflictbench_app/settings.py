@@ -13,6 +13,9 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from conflictbench_app.errors import SettingsError
 
+# Seconds a story may take to answer one input before it is taken as hung (the default of settings.engine_timeout).
+REPLY_TIMEOUT = 10.0
+
 
 def user_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -78,7 +81,7 @@ class Settings(BaseSettings):
     toolchain_dir: Path = Field(default_factory=lambda: user_data_dir() / "toolchain")
     glulxe: Path | None = None
     inform7_dir: Path | None = None
-    engine_timeout: float = 10.0
+    engine_timeout: float = REPLY_TIMEOUT
     rng_seed: int = 1
     max_turns_text: int = 14
     max_turns_multimodal: int = 10

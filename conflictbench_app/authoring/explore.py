@@ -26,6 +26,7 @@ from conflictbench_app.errors import EngineError
 from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.scenarios.protocol import Outcome as PlayOutcome
 from conflictbench_app.scenarios.protocol import Position, StoryProtocol, story_protocol
+from conflictbench_app.settings import REPLY_TIMEOUT
 
 DEFAULT_MAX_STATES = 50_000  # a safety net: every story of ours and the shared paper games stay far below it
 DEFAULT_ROLLOUTS = 60  # random continuations after a capped search (paper stories)
@@ -88,7 +89,7 @@ def explore(
     commands: list[str] | None = None,
     max_states: int = DEFAULT_MAX_STATES,
     max_depth: int | None = None,
-    timeout: float = 10.0,
+    timeout: float = REPLY_TIMEOUT,
     rollouts: int = DEFAULT_ROLLOUTS,
     turn_cap: int | None = None,
     undo: bool = True,

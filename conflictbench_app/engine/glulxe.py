@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from conflictbench_app.errors import EngineError
+from conflictbench_app.settings import REPLY_TIMEOUT
 from conflictbench_app.toolchain import find_glulxe
 
 MAIN_ROCK = 201
@@ -89,7 +90,7 @@ class GlulxGame:
         story: Path | str,
         *,
         seed: int = 1,
-        timeout: float = 10.0,
+        timeout: float = REPLY_TIMEOUT,
         glulxe: Path | None = None,
         width: int = 100,
         height: int = 40,

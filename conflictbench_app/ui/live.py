@@ -18,6 +18,7 @@ from conflictbench_app.agents.base import Decision
 from conflictbench_app.errors import ConflictBenchError
 from conflictbench_app.records import CLOSED_STATUSES, EpisodeRecord, StepRecord, Usage
 from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.settings import REPLY_TIMEOUT
 from conflictbench_app.ui.video import ClipFrames, clip_frames
 from conflictbench_app.ui.workers import SerialWorker
 
@@ -32,7 +33,7 @@ class SessionOptions:
     renderer_options: tuple[tuple[str, Any], ...] = ()
     max_turns: int | None = None  # None: the setting's cap in the settings
     seed: int = 1
-    engine_timeout: float = 10.0
+    engine_timeout: float = REPLY_TIMEOUT
     protocol: str = "paper"  # the play protocol (agents.protocol), as on `conflictbench run`
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from conflictbench_app.records import StepRecord
 from conflictbench_app.scenarios.model import Scenario
+from conflictbench_app.settings import REPLY_TIMEOUT
 from conflictbench_app.worldmodel.types import TurnVisual
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ class PlayedChain:
 
 
 def play_chain(
-    scenario: Scenario, commands: Sequence[str], *, seed: int = 1, timeout: float = 10.0
+    scenario: Scenario, commands: Sequence[str], *, seed: int = 1, timeout: float = REPLY_TIMEOUT
 ) -> PlayedChain:
     """Play ``commands`` in a fresh episode and record each accepted turn's answer and state change."""
     from conflictbench_app.episode import Episode
