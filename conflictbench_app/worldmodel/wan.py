@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -116,7 +117,7 @@ def resolve_folders(
             f"The Wan weights folder {root} does not exist; pass the folder you downloaded them to."
         )
     if (root / "model_index.json").is_file():
-        return WanFolders(root, root)
+        return WanFolders(_check_serves_both(root), root)
     if (root / "t2v" / "model_index.json").is_file() and (root / "i2v" / "model_index.json").is_file():
         return WanFolders(root / "t2v", root / "i2v")
     raise WorldModelError(
@@ -124,6 +125,31 @@ def resolve_folders(
         "subfolders (Wan2.2-T2V-A14B-Diffusers, Wan2.2-I2V-A14B-Diffusers) as written by save_pretrained or "
         "huggingface-cli download."
     )
+
+
+def _check_serves_both(folder: Path) -> Path:
+    """A lone model folder must serve both roles (text-to-video for a scenario's first clip, image-to-video for the
+    rest), as Wan2.2-TI2V-5B does; one A14B model alone would fail deep inside diffusers with a tensor-shape error."""
+    index = _read_json(folder / "model_index.json")
+    config = _read_json(folder / "transformer" / "config.json")
+    if config.get("in_channels", 0) != config.get("out_channels", 0):
+        only, missing = "image-to-video (Wan2.2-I2V-A14B)", "text-to-video"
+    elif (index.get("transformer_2") or [None])[0] is not None and not index.get("expand_timesteps"):
+        only, missing = "text-to-video (Wan2.2-T2V-A14B)", "image-to-video"
+    else:
+        return folder
+    raise WorldModelError(
+        f"{folder} holds a {only} model alone, and the {missing} clips need another: put the A14B models in "
+        f"t2v/ and i2v/ subfolders of one folder, or use Wan2.2-TI2V-5B-Diffusers, which serves both."
+    )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise WorldModelError(f"Cannot read {path} ({exc}); is the Wan model folder complete?") from exc
+    return data if isinstance(data, dict) else {}
 
 
 def _check_folder(folder: Path) -> Path:

@@ -166,6 +166,18 @@ def test_missing_weights_give_clear_errors(tmp_path: Path, monkeypatch: pytest.M
         get_world_model("wan", cache_dir=tmp_path)
 
 
+def test_one_a14b_model_alone_is_refused_with_what_to_do(tiny_a14b: Path, tmp_path: Path) -> None:
+    """A lone I2V-A14B (or T2V-A14B) folder cannot render both a scenario's first clip and the rest: said at once,
+    not as a tensor-shape error from diffusers at the first render."""
+    with pytest.raises(
+        WorldModelError, match=r"image-to-video \(Wan2\.2-I2V-A14B\) model alone.*t2v/ and i2v/"
+    ):
+        get_world_model("wan", model_dir=tiny_a14b / "i2v", cache_dir=tmp_path)
+    with pytest.raises(WorldModelError, match=r"text-to-video \(Wan2\.2-T2V-A14B\) model alone"):
+        get_world_model("wan", model_dir=tiny_a14b / "t2v", cache_dir=tmp_path)
+    assert get_world_model("wan", model_dir=tiny_a14b, cache_dir=tmp_path) is not None  # both, as subfolders
+
+
 def test_frame_count_must_suit_wan(tiny_ti2v: Path, tmp_path: Path) -> None:
     with pytest.raises(WorldModelError, match="4k\\+1"):
         get_world_model("wan", model_dir=tiny_ti2v, cache_dir=tmp_path, spec=ClipSpec(frames=48))
