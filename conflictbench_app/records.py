@@ -341,7 +341,7 @@ class DraftRecord(BaseModel):
     usage: Usage = Field(default_factory=Usage)
 
 
-AUDIT_SCHEMA_VERSION = 2  # 2: per_depth and state_key
+AUDIT_SCHEMA_VERSION = 3  # 2: per_depth and state_key; 3: horizon and at_horizon
 
 
 class GameAudit(BaseModel):
@@ -372,6 +372,10 @@ class GameAudit(BaseModel):
         default_factory=list
     )  # distinct states first reached at each depth (0: start)
     state_key: str = ""  # how exploration told states apart
+    horizon: int | None = (
+        None  # searched to this many actions (the turn cap: no episode plays further); None: all
+    )
+    at_horizon: int = 0  # distinct states left unexpanded at the horizon (complete within it)
     seconds: float = 0.0
     notes: list[str] = Field(default_factory=list)
     error: str = ""  # the story could not be loaded or explored

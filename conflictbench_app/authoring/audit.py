@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from conflictbench_app.authoring.explore import Exploration, explore
+from conflictbench_app.authoring.explore import Exploration, episode_horizon, explore
 from conflictbench_app.authoring.stategraph import Outcome
 from conflictbench_app.engine.glulxe import GlulxGame
 from conflictbench_app.errors import ConflictBenchError
@@ -76,7 +76,7 @@ def audit_one(job: tuple[Scenario, int]) -> GameAudit:
     audit = GameAudit(id=scenario.id, category=scenario.category.value, title=scenario.title)
     audit.notes = list(scenario.notes)
     try:
-        found = explore(scenario, max_states=max_states)
+        found = explore(scenario, max_states=max_states, horizon=episode_horizon(scenario))
         audit.help_spends_turn = help_spends_turn(scenario, found)
     except ConflictBenchError as exc:
         audit.error = str(exc)
@@ -106,6 +106,7 @@ def _fill(audit: GameAudit, scenario: Scenario, found: Exploration) -> None:
     audit.states, audit.transitions, audit.seconds = found.states, found.transitions, found.seconds
     audit.complete, audit.cut_reason = not found.truncated, found.cut_reason
     audit.per_depth, audit.state_key = found.per_depth, found.state_key
+    audit.horizon, audit.at_horizon = found.horizon, found.at_horizon
 
 
 def _start_row(found: Exploration) -> dict[str, Outcome]:

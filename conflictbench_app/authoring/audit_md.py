@@ -23,6 +23,7 @@ def render_markdown(report: AuditReport, rendered_by: str = "") -> str:
         f"- source: `{report.source}`",
         f"- date: {report.created}",
         f"- turn cap (chance_tsr horizon): {report.turn_cap} actions; safety cap: {report.max_states} states",
+        *_horizon_line(report),
         "",
         "## The design rules",
         "",
@@ -110,7 +111,7 @@ def _cells(game: GameAudit) -> list[str]:
         ", ".join(game.unreached_endings) or "none",
         _chance(game),
         str(game.states),
-        "yes" if game.complete else "**no**¹",
+        ("yes²" if game.at_horizon else "yes") if game.complete else "**no**¹",
     ]
 
 
@@ -121,12 +122,31 @@ def _chance(game: GameAudit) -> str:
     return f"{low:.4f}–{high:.4f}"
 
 
+def _horizon_line(report: AuditReport) -> list[str]:
+    horizons = sorted({g.horizon for g in report.games if g.horizon is not None})
+    if not horizons:
+        return []
+    told = ", ".join(map(str, horizons))
+    return [
+        f"- searched to {told} accepted actions from the start: an episode ends at the turn cap, so every state,"
+        ' ending and path an episode can reach is within it ("endings never reached": not within it)'
+    ]
+
+
 def _notes(games: list[GameAudit]) -> list[str]:
     cut = [g for g in games if not g.complete and not g.error]
-    if not cut:
-        return []
-    out = ["", "¹ Not explored fully:"]
-    out += [f"- {g.id}: {g.cut_reason}; {g.transitions} actions tried in {g.seconds:.0f} s." for g in cut]
+    bounded = [g for g in games if g.complete and g.at_horizon]
+    out: list[str] = []
+    if cut:
+        out += ["", "¹ Not explored fully:"]
+        out += [f"- {g.id}: {g.cut_reason}; {g.transitions} actions tried in {g.seconds:.0f} s." for g in cut]
+    if bounded:
+        out += ["", "² Explored fully to the turn cap; the story still had states to go beyond it:"]
+        out += [
+            f"- {g.id}: {g.at_horizon} distinct states first reached at action {g.horizon} were not expanded (no "
+            f"episode plays on from them); {g.states} states, {g.transitions} actions tried in {g.seconds:.0f} s."
+            for g in bounded
+        ]
     return out
 
 

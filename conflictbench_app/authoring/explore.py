@@ -27,6 +27,7 @@ from conflictbench_app.scenarios.model import Scenario
 from conflictbench_app.scenarios.protocol import Outcome as PlayOutcome
 from conflictbench_app.scenarios.protocol import Position, StoryProtocol, story_protocol
 from conflictbench_app.settings import REPLY_TIMEOUT
+from conflictbench_app.settings import turn_cap as setting_cap
 
 DEFAULT_MAX_STATES = 50_000  # a safety net: every story of ours and the shared paper games stay far below it
 DEFAULT_ROLLOUTS = 60  # random continuations after a capped search (paper stories)
@@ -59,6 +60,10 @@ class Exploration:
     per_depth: list[int] = field(
         default_factory=list
     )  # distinct states first reached at each depth (0: the start)
+    horizon: int | None = (
+        None  # states this many actions from the start were not expanded: no episode goes on
+    )
+    at_horizon: int = 0  # distinct states found at the horizon (left unexpanded; not a cut)
     state_key: str = (
         ""  # how states were told apart (the story's state window, or the save's digest and its mask)
     )
@@ -93,11 +98,18 @@ def explore(
     rollouts: int = DEFAULT_ROLLOUTS,
     turn_cap: int | None = None,
     undo: bool = True,
+    horizon: int | None = None,
 ) -> Exploration:
     """Explore ``scenario``'s story. ``commands`` defaults to every action command (and, for ours, the synonyms are
     checked to parse too); ``turn_cap`` (default: the text-only setting) is the horizon of ``chance_tsr``.
     ``undo=False`` forks every command from a save even where the story's UNDO could take it back (the slower way,
-    kept as the baseline of ``benchmarks/bench_explore.py``; a story that refuses UNDO falls back to it alone)."""
+    kept as the baseline of ``benchmarks/bench_explore.py``; a story that refuses UNDO falls back to it alone).
+
+    ``horizon``: do not expand states that many accepted actions from the start. Every episode ends at the run's turn
+    cap, and a state first reached after n accepted actions has used at least n turns, so with the turn cap as the
+    horizon the search is complete for everything an episode can reach (endings, shortest paths, ``chance_tsr``)
+    even where the story itself never runs out of states (a counter that an action without a clock cost keeps
+    moving). States left at the horizon are counted (``at_horizon``); they are not a cut."""
     commands = commands or scenario.action_commands
     protocol = story_protocol(scenario)
     result = Exploration()
@@ -114,6 +126,7 @@ def explore(
         root.key = _key(protocol, root, keys)
         result.unparsed = _unparsed(game, root, _all_words(scenario, commands))
         result.graph = StateGraph(root.key, list(commands), inspect=_inspect_commands(scenario))
+        result.horizon = horizon
         cut = _bfs(game, protocol, commands, root, result, max_states, max_depth, keys, undo)
         if cut and rollouts:
             _rollouts(game, protocol, commands, cut, result, rollouts)
@@ -124,18 +137,22 @@ def explore(
     return result
 
 
+def episode_horizon(scenario: Scenario) -> int | None:
+    """How far to search a story: the paper's to the text-only turn cap (an episode never plays further, and some
+    of them never run out of states); ours in full (each is proven to end well inside it)."""
+    return None if story_protocol(scenario).exact_state else setting_cap("text")
+
+
 def _inspect_commands(scenario: Scenario) -> frozenset[str]:
     # ``inspect`` is a spec field that is being added to Action; read it defensively until every model has it.
     return frozenset(a.command for a in scenario.actions if getattr(a, "inspect", False))
 
 
-def _figures(result: Exploration, turn_cap: int | None) -> None:
+def _figures(result: Exploration, cap: int | None) -> None:
     """chance_tsr and shape from the explored graph (exact arithmetic, no replay)."""
-    from conflictbench_app.settings import turn_cap as setting_cap
-
     graph = result.graph
     assert graph is not None
-    result.turn_cap = turn_cap if turn_cap is not None else setting_cap("text")
+    result.turn_cap = cap if cap is not None else setting_cap("text")
     result.chance_bounds = stategraph.chance_bounds(graph, result.turn_cap)
     low, high = result.chance_bounds
     result.chance_tsr = low if high - low < stategraph.EXACT else None
@@ -185,6 +202,9 @@ def _bfs(
         result.max_depth_seen = max(result.max_depth_seen, node.depth)
         if depth_cap is not None and node.depth >= depth_cap:
             _cut(result, cut, node, f"the depth limit ({depth_cap} actions) was reached")
+            continue
+        if result.horizon is not None and node.depth >= result.horizon:
+            result.at_horizon += 1  # no episode plays on from here: complete without it
             continue
         try:
             moves = _fan_out(game, protocol, commands, node, result, keys, seen, undo)

@@ -62,9 +62,11 @@ def chance_bounds(graph: StateGraph, turns: int) -> tuple[float, float]:
         return 0.0, 0.0
     low = {s: 0.0 for s in graph.edges}
     high = dict(low)
-    for _ in range(turns):
+    for left in range(turns):
         low = _chance_step(graph, low, unknown=0.0)
-        high = _chance_step(graph, high, unknown=1.0)
+        # An unexpanded state with no turn left wins nothing, known or not: states left at a horizon of ``turns``
+        # actions are only ever reached so, and leave the figure exact.
+        high = _chance_step(graph, high, unknown=1.0 if left else 0.0)
     return low[graph.root], high[graph.root]
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conflictbench_app.authoring.explore import DEFAULT_MAX_STATES, Exploration, explore
+from conflictbench_app.authoring.explore import DEFAULT_MAX_STATES, Exploration, episode_horizon, explore
 from conflictbench_app.engine.glulxe import GlulxGame
 from conflictbench_app.episode import Episode
 from conflictbench_app.scenarios.model import Scenario
@@ -92,7 +92,7 @@ def verify_explored(
             problems += replay_walkthrough(scenario, name, commands, expected)
         checks["walkthroughs"] = not problems
         checks["help_free"] = _help_is_free(scenario, problems)
-    found = explore(scenario, max_states=max_states)
+    found = explore(scenario, max_states=max_states, horizon=episode_horizon(scenario))
     problems += found.problems
     checks.update(_design_checks(scenario, found, problems))
     if scenario.source == "project":

@@ -42,6 +42,20 @@ def test_audit_markdown_says_what_produced_it_and_what_exploration_proves(paperl
     assert "regions shown dead by " in text
 
 
+def test_a_game_searched_to_the_turn_cap_is_complete_and_says_what_was_left(paperlike_root: Path) -> None:
+    from conflictbench_app.authoring.audit_md import render_markdown
+
+    report = audit_tree(paperlike_root)
+    (game,) = report.games
+    assert game.horizon == report.turn_cap == 14  # the paper's stories are searched to the turn cap
+    game.at_horizon, game.states = 7, 40  # as a story with a counter that never runs out would leave
+    text = render_markdown(report)
+    assert "- searched to 14 accepted actions from the start: an episode ends at the turn cap" in text
+    row = next(line for line in text.splitlines() if line.startswith("| EP1-900 |"))
+    assert row.rstrip(" |").endswith("| yes²")
+    assert "- EP1-900: 7 distinct states first reached at action 14 were not expanded" in text
+
+
 def test_audit_json_is_a_typed_report(paperlike_root: Path) -> None:
     result = CliRunner().invoke(audit, ["--source", str(paperlike_root), "--format", "json"])
     assert result.exit_code == 0, result.output

@@ -53,13 +53,39 @@ def test_chance_by_hand() -> None:
     assert chance_tsr(g, 3) == pytest.approx(1 / 8)
 
 
+def test_states_left_at_the_horizon_keep_the_figure_exact() -> None:
+    """A state first reached with no turn left cannot win, expanded or not: a search that stops there (the turn cap
+    as its horizon) still gives an exact figure; one more turn and it is unknown again."""
+    g = StateGraph("s0", ["go", "win"])
+    g.add("s0", "go", Outcome("state", "s1"))
+    g.add("s0", "win", REFUSED)
+    g.add("s1", "go", Outcome("state", "s2"))  # s2: left at the horizon, never expanded
+    g.add("s1", "win", WIN)
+    assert chance_bounds(g, 2) == (pytest.approx(1 / 4), pytest.approx(1 / 4))  # go, win
+    low, high = chance_bounds(g, 3)
+    assert low < high and chance_tsr(g, 3) is None
+
+
+def test_a_search_to_the_horizon_is_complete_and_gives_the_full_figures(paperlike_root: Path) -> None:
+    (scenario,), _ = load_paper_tree(paperlike_root)
+    full = explore(scenario, turn_cap=2)
+    bounded = explore(scenario, turn_cap=2, horizon=2)
+    assert not bounded.truncated and bounded.cut_reason == "" and bounded.horizon == 2
+    assert bounded.at_horizon > 0 and len(bounded.graph.edges) < len(full.graph.edges)
+    assert bounded.chance_tsr == full.chance_tsr == pytest.approx(1 / 9)
+    assert {e: f.shortest for e, f in bounded.endings.items()} == {
+        e: f.shortest for e, f in full.endings.items() if len(f.shortest) <= 2
+    }
+    assert explore(scenario, horizon=1).chance_bounds[1] > 0  # a horizon under the turn cap leaves bounds
+
+
 def test_unexpanded_states_give_bounds_not_a_figure() -> None:
     g = _graph()
     g.add("start", "wait", Outcome("state", "elsewhere"))  # a state the search never expanded
     low, high = chance_bounds(g, 2)
-    # low: the unknown never wins, so only prep, act (1/16). high: it always wins, so wait (1/4) wins at once, and
-    # act refused then wait adds 1/4 * 1/4 on top of prep, act's 1/16.
-    assert low == pytest.approx(1 / 16) and high == pytest.approx(1 / 16 + 1 / 16 + 1 / 4)
+    # low: the unknown never wins, so only prep, act (1/16). high: it always wins with a turn left, so wait first
+    # (1/4) wins on top of prep, act's 1/16; reached by the last turn (act refused, then wait) it cannot win.
+    assert low == pytest.approx(1 / 16) and high == pytest.approx(1 / 16 + 1 / 4)
     assert chance_tsr(g, 2) is None
 
 
