@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from conflictbench_app.authoring.explore import explore  # noqa: E402
+from conflictbench_app.authoring.explore import episode_horizon, explore  # noqa: E402
 from conflictbench_app.engine.glulxe import Branch, GlulxGame  # noqa: E402
 from conflictbench_app.scenarios.model import Scenario  # noqa: E402
 from conflictbench_app.scenarios.paper import load_paper_tree  # noqa: E402
@@ -48,7 +48,7 @@ def _explore(job: tuple[Scenario, int, bool]) -> tuple[str, int, int, bool, floa
     scenario, cap, old = job
     if old:
         GlulxGame.branch = _one_at_a_time  # type: ignore[method-assign]  # in this worker process only
-    found = explore(scenario, max_states=cap, rollouts=0)
+    found = explore(scenario, max_states=cap, rollouts=0, horizon=episode_horizon(scenario))  # as the audit
     return scenario.id, found.states, found.transitions, not found.truncated, found.seconds
 
 
