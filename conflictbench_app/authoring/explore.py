@@ -60,9 +60,7 @@ class Exploration:
     per_depth: list[int] = field(
         default_factory=list
     )  # distinct states first reached at each depth (0: the start)
-    horizon: int | None = (
-        None  # states this many actions from the start were not expanded: no episode goes on
-    )
+    horizon: int | None = None  # states this many actions out were not expanded: no episode goes on
     at_horizon: int = 0  # distinct states found at the horizon (left unexpanded; not a cut)
     state_key: str = (
         ""  # how states were told apart (the story's state window, or the save's digest and its mask)
