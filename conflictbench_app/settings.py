@@ -91,10 +91,12 @@ class Settings(BaseSettings):
     # The agent the app's pickers start on (e.g. "random:1", "openai:gpt-4o"); empty: a keyed model, else the
     # embedded one, else random:1 (see agents.registry.default_agent).
     default_agent: str = ""
-    # The embedded model's weights in memory: "fp32" (the GGUF file de-quantized as it is: reproducible) or "int8"
-    # (dynamically quantized linear layers: faster on a CPU, but its activations are quantized per call, so a
-    # score depends on what else was in the same forward pass). Each step of a local run records which.
-    local_precision: Literal["fp32", "int8"] = "fp32"
+    # The embedded model's weights in memory: "mixed" (the GGUF file de-quantized to float32 for prompts and action
+    # scores, plus a bfloat16 copy for the thought's generated tokens: faster, deterministic, half again the
+    # memory), "fp32" (float32 throughout) or "int8" (dynamically quantized linear layers: faster on a CPU, but its
+    # activations are quantized per call, so a score depends on what else was in the same forward pass). Each step
+    # of a local run records which.
+    local_precision: Literal["mixed", "fp32", "int8"] = "mixed"
     # Paper folders imported in the app's library, offered again at the next start.
     library_sources: list[Path] = Field(default_factory=list)
     providers: dict[str, ProviderProfile] = Field(default_factory=dict)

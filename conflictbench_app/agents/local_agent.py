@@ -1,7 +1,7 @@
 """``local:smollm2-135m``: the embedded model as an agent and as a chat client, with no key and no network.
 
 A 135M-parameter model cannot be trusted to follow the reply format, so the agent never depends on it:
-it generates a short thought (token-capped, never empty), then chooses the action by scoring every legal action's
+it generates a short thought (one sentence, token-capped, never empty), then chooses the action by scoring every legal action's
 likelihood as the continuation of ``ACTION:`` (a constrained choice). Every step's meta records the scores.
 Temperature 0 is deterministic; above 0 the choice is sampled from the scores' softmax with a generator seeded by the
 episode and turn, so a resumed episode repeats its choices.
@@ -22,6 +22,7 @@ from conflictbench_app.agents.base import AgentView, Decision
 from conflictbench_app.agents.chat import ChatReply
 from conflictbench_app.agents.local_model import (
     DEFAULT_MODEL,
+    SENTENCE_END,
     LocalModel,
     get_local_model,
     softmax,
@@ -35,6 +36,9 @@ from conflictbench_app.records import Usage
 PREFIX = "local"
 THOUGHT_TOKENS = 40
 MIN_THOUGHT_TOKENS = 6
+# A thought is one sentence (and at most THOUGHT_TOKENS): the model's first full stop ends it, as a line break or the
+# start of the action line does. A longer thought is mostly copied scene text, and costs a forward pass per few tokens.
+THOUGHT_STOP = ("\n", "ACTION", "Action:", SENTENCE_END)
 OPTIONS = ("temperature", "thought_tokens", "context_turns")
 DEMO_NOTE = "demo model (embedded, not a benchmark subject)"
 
@@ -85,7 +89,7 @@ class LocalAgent:
             min_new_tokens=MIN_THOUGHT_TOKENS,
             temperature=self.temperature,
             seed=_seed(view),
-            stop=("\n", "ACTION", "Action:"),
+            stop=THOUGHT_STOP,
             no_placeholder=True,
         )
         text = _clean_thought(thought.text)

