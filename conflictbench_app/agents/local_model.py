@@ -247,9 +247,10 @@ class LocalModel:
         """Continue ``ids``. Temperature 0 is greedy (deterministic); above 0 samples with a seeded generator.
 
         Generation stops at the end-of-turn token, after ``max_new_tokens``, or once the text contains a ``stop``
-        marker: a string is cut off with what follows it, a pattern is kept and what follows it cut; the end-of-turn token is suppressed for the first ``min_new_tokens``. With
-        ``no_placeholder`` the first token may not open a bracket: a tiny model otherwise copies the reply format's
-        ``<your reasoning>`` placeholder instead of reasoning.
+        marker: a string is cut off with what follows it, a pattern's match is kept and what follows it cut. The
+        end-of-turn token is suppressed for the first ``min_new_tokens``. With ``no_placeholder`` the first token
+        may not open a bracket: a tiny model otherwise copies the reply format's ``<your reasoning>`` placeholder
+        instead of reasoning.
         """
         torch, _ = _import_runtime()
         started = time.perf_counter()
@@ -332,7 +333,7 @@ class LocalModel:
         about one short forward pass instead of ten.
         """
         torch, _ = _import_runtime()
-        conts = [self.encode(joiner + choice) for choice in choices]
+        conts = [self.encode(joiner + choice) or [self._end[0]] for choice in choices]  # "" is its end alone
         with self._lock, torch.inference_mode():
             shared = self._reuse(ids)  # the prompt's tail the cache lacks (its last token at least)
             flat, positions, mask = _side_by_side(torch, conts, len(self._cache_ids), len(shared))
