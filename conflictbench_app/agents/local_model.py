@@ -333,7 +333,7 @@ class LocalModel:
         about one short forward pass instead of ten.
         """
         torch, _ = _import_runtime()
-        conts = [self.encode(joiner + choice) or [self._end[0]] for choice in choices]  # "" is its end alone
+        conts = [self.encode(joiner + choice) for choice in choices]
         with self._lock, torch.inference_mode():
             shared = self._reuse(ids)  # the prompt's tail the cache lacks (its last token at least)
             flat, positions, mask = _side_by_side(torch, conts, len(self._cache_ids), len(shared))
@@ -350,11 +350,10 @@ class LocalModel:
             logprobs = torch.log_softmax(out.logits[0].float(), dim=-1)
         scores, start = [], 1
         for choice, cont in zip(choices, conts, strict=True):
-            rows = torch.arange(start, start + len(cont))  # after each of the choice's tokens
-            total = float(logprobs[0, cont[0]]) + float(
-                logprobs[rows, torch.tensor([*cont[1:], self._end[0]])].sum()
-            )
-            scores.append(ChoiceScore(choice, total, len(cont) + 1))
+            targets = [*cont, self._end[0]]  # the prompt's row predicts the first, each token the next
+            rows = torch.tensor([0, *range(start, start + len(cont))])
+            total = float(logprobs[rows, torch.tensor(targets)].sum())
+            scores.append(ChoiceScore(choice, total, len(targets)))
             start += len(cont)
         return scores
 

@@ -278,3 +278,14 @@ def test_every_install_of_the_weights_shares_one_converted_copy(tmp_path):
         handle.seek(-1, os.SEEK_END)
         handle.write(bytes([last[0] ^ 1]))
     assert converted_dir(copy) != converted_dir(weights)
+
+
+def test_an_empty_choice_scores_the_end_of_turn_alone(model):
+    import torch
+
+    ids = model.prompt_ids([{"role": "user", "content": "Say nothing."}])
+    (empty,) = model.score(ids, [""], joiner="")
+    with torch.inference_mode():
+        model._cache, model._cache_ids = None, []
+        expected = float(torch.log_softmax(model._prefill(ids), dim=-1)[model._end[0]])
+    assert empty.tokens == 1 and abs(empty.logprob - expected) < 1e-3
