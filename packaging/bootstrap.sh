@@ -57,6 +57,15 @@ if [ "$mode" = test ]; then
   export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
   # One worker per CPU (pytest-xdist), a test file to a worker (module fixtures are built once); on 2 cores the suite
   # takes about two thirds of the time one process takes. CONFLICTBENCH_TEST_WORKERS=0 runs it in one process.
-  exec .venv/bin/python -m pytest -n "${CONFLICTBENCH_TEST_WORKERS:-auto}" --dist loadfile "$@"
+  # A whole-run limit (CONFLICTBENCH_TEST_LIMIT_S, default 45 min; the suite takes 11-18 min on 2 cores): a stuck run
+  # is interrupted like Ctrl-C, so pytest still prints what passed and failed, instead of running on for hours.
+  limit="${CONFLICTBENCH_TEST_LIMIT_S:-2700}"
+  status=0
+  timeout -s INT --kill-after=60 "$limit" \
+    .venv/bin/python -m pytest -n "${CONFLICTBENCH_TEST_WORKERS:-auto}" --dist loadfile "$@" || status=$?
+  if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+    echo "bootstrap: the tests ran past ${limit} s and were stopped (set CONFLICTBENCH_TEST_LIMIT_S to allow more)." >&2
+  fi
+  exit "$status"
 fi
 exec .venv/bin/conflictbench "$@"

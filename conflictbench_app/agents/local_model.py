@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from conflictbench_app.agents.local_torch import DecodeWeights, crop, growing_cache, quantized, side_by_side
 from conflictbench_app.errors import AgentError
 
 INSTALL_HINT = (
@@ -310,14 +311,14 @@ class LocalModel:
                 break
             kept += 1
             if guess in self._end:
-                _crop(self._cache, len(self._cache_ids) - len(draft) + kept)
+                crop(self._cache, len(self._cache_ids) - len(draft) + kept)
                 self._cache_ids = self._cache_ids[: len(self._cache_ids) - len(draft) + kept]
                 return rows[i], True
             new.append(guess)
             if self._stopped(new, min_new_tokens, stop):
                 break
         length = len(self._cache_ids) - len(draft) + kept
-        _crop(self._cache, length)
+        crop(self._cache, length)
         self._cache_ids = self._cache_ids[:length]
         stopped = kept > 0 and self._stopped(new, min_new_tokens, stop)
         return rows[kept], stopped
@@ -336,7 +337,7 @@ class LocalModel:
         conts = [self.encode(joiner + choice) for choice in choices]
         with self._lock, torch.inference_mode():
             shared = self._reuse(ids)  # the prompt's tail the cache lacks (its last token at least)
-            flat, positions, mask = _side_by_side(torch, conts, len(self._cache_ids), len(shared))
+            flat, positions, mask = side_by_side(torch, conts, len(self._cache_ids), len(shared))
             out = self.model(
                 torch.tensor([[*shared, *flat]]),
                 position_ids=positions,
@@ -346,7 +347,7 @@ class LocalModel:
                 **self._cache_arg(),
             )
             self._cache_ids = [*self._cache_ids, *shared]
-            _crop(self._cache, len(self._cache_ids))
+            crop(self._cache, len(self._cache_ids))
             logprobs = torch.log_softmax(out.logits[0].float(), dim=-1)
         scores, start = [], 1
         for choice, cont in zip(choices, conts, strict=True):
@@ -366,13 +367,11 @@ class LocalModel:
     def _reuse(self, ids: list[int]) -> list[int]:
         """Cut the cache back to the prefix it shares with ``ids`` (leaving at least one token to run, for the next
         token's logits); the tokens of ``ids`` still to run."""
-        from transformers import DynamicCache
-
         common = min(_common_prefix(self._cache_ids, ids), len(ids) - 1)
         if self._cache is None or common <= 0:
-            self._cache, self._cache_ids, common = DynamicCache(), [], 0
+            self._cache, self._cache_ids, common = growing_cache(), [], 0
         else:
-            _crop(self._cache, common)
+            crop(self._cache, common)
             self._cache_ids = self._cache_ids[:common]
         return ids[common:]
 
@@ -413,90 +412,6 @@ class LocalModel:
         return [i for i in dict.fromkeys(ids) if i is not None]
 
 
-class DecodeWeights:
-    """A bfloat16 copy of every linear layer's weights, which the layers use while :meth:`active` (precision
-    "mixed", the default). A forward pass over one or a few new tokens is bound by reading the weights from memory,
-    and half the bytes make it about 1.5x faster on a 2-core CPU (108 ms to 70 ms a token, measured A/B in one
-    process); a pass over a prompt or the scored choices is bound by arithmetic, which this CPU does slower in bf16,
-    so those stay float32. So the generated thought's tokens run in bf16 (activations rounded to bf16 going into
-    each layer, and its output back to float32), deterministically, and every action score is float32, as under
-    "fp32". The copy costs half the float32 weights' memory again. The layers keep their own weights (the
-    converted model saves and loads as it is); the copy is held here, not in the model's state."""
-
-    def __init__(self, model: Any) -> None:
-        import torch
-
-        self.on = False
-        for layer in model.modules():
-            if isinstance(layer, torch.nn.Linear):
-                layer.forward = self._forward_of(torch, layer)
-
-    def _forward_of(self, torch: Any, layer: Any) -> Any:
-        full = layer.forward
-        weight = layer.weight.detach().to(torch.bfloat16)
-        bias = None if layer.bias is None else layer.bias.detach().to(torch.bfloat16)
-
-        def forward(x: Any) -> Any:
-            if not self.on:
-                return full(x)
-            return torch.nn.functional.linear(x.to(torch.bfloat16), weight, bias).to(x.dtype)
-
-        return forward
-
-    @contextlib.contextmanager
-    def active(self) -> Any:
-        self.on = True
-        try:
-            yield
-        finally:
-            self.on = False
-
-
-def quantized(torch: Any, model: Any) -> tuple[Any, str]:
-    """``model`` with its linear layers quantized to int8 (weights once, activations per call: PyTorch's dynamic
-    quantization), and the precision it got: the opt-in ``local_precision = "int8"``. A step of a 135M model on a
-    CPU is bound by reading the weights from memory, so a quarter of the bytes makes a turn faster
-    (benchmarks/bench_local_model.py measures both). Not the default: an activation is quantized with one scale
-    for the whole forward pass, so a prompt run in one piece or after a cached prefix, or choices scored together
-    or apart, get visibly different scores (measured: up to 2.8 nats on one choice, and a different argmax), where
-    float32 differs by 1e-5. A torch without dynamic quantization keeps the float32 model and records "fp32"."""
-    import warnings
-
-    quantize = getattr(getattr(torch.ao, "quantization", None), "quantize_dynamic", None)
-    if quantize is None:
-        return model, "fp32"
-    with warnings.catch_warnings():
-        # torch announces that its quantized tensors will move to torchao; they still work in this release.
-        warnings.filterwarnings("ignore", message=r".*quantiz", category=UserWarning)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return quantize(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True), "int8"
-
-
-def _side_by_side(
-    torch: Any, conts: list[list[int]], prefix: int, shared: int = 0
-) -> tuple[list[int], Any, Any]:
-    """Continuations laid end to end after a cached prefix of ``prefix`` tokens and ``shared`` more prompt tokens
-    that run in the same pass, for one forward pass: the continuations' tokens, the positions of every token run
-    (each continuation starts right after the prompt) and the boolean attention mask (True: attends), in which the
-    shared tokens are causal after the prefix, and a continuation's token sees the whole prompt and the earlier
-    tokens of its own continuation only."""
-    flat = [t for cont in conts for t in cont]
-    total = shared + len(flat)
-    mask = torch.zeros((1, 1, total, prefix + total), dtype=torch.bool)
-    mask[..., : prefix + shared] = True
-    mask[0, 0, :shared, prefix : prefix + shared] = torch.tril(torch.ones((shared, shared), dtype=torch.bool))
-    positions: list[int] = list(range(prefix, prefix + shared))
-    start, first = shared, prefix + shared
-    for cont in conts:
-        n = len(cont)
-        mask[0, 0, start : start + n, prefix + start : prefix + start + n] = torch.tril(
-            torch.ones((n, n), dtype=torch.bool)
-        )
-        positions += range(first, first + n)
-        start += n
-    return flat, torch.tensor([positions]), mask
-
-
 def _draft(context: list[int], count: int, longest: int = 3) -> list[int]:
     """Up to ``count`` tokens guessed to come next: those that followed the latest earlier occurrence of the
     context's last three (else two) tokens (prompt lookup; a small model often copies its prompt; one token is too
@@ -518,14 +433,6 @@ def _pick(torch: Any, logits: Any, temperature: float, rng: Any) -> int:
         return int(torch.argmax(logits))
     probs = torch.softmax(logits / temperature, dim=-1)
     return int(torch.multinomial(probs, 1, generator=rng))
-
-
-def _crop(cache: Any, length: int) -> None:
-    """Cut ``cache`` back to its first ``length`` tokens (a negative crop removes tokens from the end in every
-    transformers version; the meaning of a positive one changed)."""
-    remove = cache.get_seq_length() - length
-    if remove > 0:
-        cache.crop(-remove)
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

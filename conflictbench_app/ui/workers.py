@@ -21,11 +21,15 @@ log = logging.getLogger(__name__)
 
 Callback = Callable[[Any], None]
 _WORKERS: weakref.WeakSet[SerialWorker] = weakref.WeakSet()
+# Threads whose job outlasted ``stop()``: detached from their window and held here, because Qt aborts the whole
+# process when a running QThread is deleted (as it would be with its window).
+_ORPHANS: list[QThread] = []
 
 
 def running_workers() -> list[str]:
     """Names of worker threads still running (tests check that none outlives its window)."""
-    return [w.name for w in list(_WORKERS) if w.running]
+    names = [w.name for w in list(_WORKERS) if w.running]
+    return names + [t.objectName() for t in _ORPHANS if t.isRunning() and t.objectName() not in names]
 
 
 def readable_error(exc: BaseException) -> str:
@@ -114,7 +118,13 @@ class SerialWorker(QObject):
         self._callbacks.clear()
         self._thread.quit()
         if not self._thread.wait(timeout_ms):
-            log.error("Worker %s did not finish in %d ms.", self._thread.objectName(), timeout_ms)
+            log.error(
+                "Worker %s did not finish in %d ms; it is left to end on its own.",
+                self._thread.objectName(),
+                timeout_ms,
+            )
+            self._thread.setParent(None)
+            _ORPHANS.append(self._thread)
 
     def _finish(self, job_id: int) -> tuple[Callback | None, Callback | None]:
         callbacks = self._callbacks.pop(job_id, (None, None))

@@ -117,7 +117,7 @@ def test_the_endpoint_answers_the_openai_client(model):
 def test_a_torch_without_dynamic_quantization_keeps_fp32_and_says_so() -> None:
     from types import SimpleNamespace
 
-    from conflictbench_app.agents.local_model import quantized
+    from conflictbench_app.agents.local_torch import quantized
 
     model = object()
     assert quantized(SimpleNamespace(ao=SimpleNamespace()), model) == (model, "fp32")
@@ -136,7 +136,7 @@ def test_choices_scored_together_match_one_at_a_time(model):
     import torch
 
     from conflictbench_app.agents.base import AgentView
-    from conflictbench_app.agents.local_model import _crop
+    from conflictbench_app.agents.local_torch import crop as _crop
     from conflictbench_app.agents.react import build_messages
     from conflictbench_app.scenarios.library import load_library
 
@@ -289,3 +289,38 @@ def test_an_empty_choice_scores_the_end_of_turn_alone(model):
         model._cache, model._cache_ids = None, []
         expected = float(torch.log_softmax(model._prefill(ids), dim=-1)[model._end[0]])
     assert empty.tokens == 1 and abs(empty.logprob - expected) < 1e-3
+
+
+def test_the_growing_cache_gives_what_transformers_own_cache_gives(model, monkeypatch):
+    """The cache writes new tokens into buffers with room (no copy of the whole cache per pass); through growth
+    past its room, a crop and more growth, every pass's logits must be what transformers' DynamicCache gives."""
+    import torch
+    from transformers import DynamicCache
+
+    from conflictbench_app.agents import local_torch
+
+    monkeypatch.setattr(local_torch, "CACHE_CHUNK", 8)  # room runs out every few tokens
+    ids = model.encode(
+        "The flood barrier holds back the river while the village sleeps; the pumps fail one by one, and the "
+        "operator must decide whether to open the spillway or keep the gates shut until morning comes. Nobody else is awake."
+    )
+    assert len(ids) > 40
+
+    def passes(cache):
+        model._cache, model._cache_ids, out = cache, [], []
+        with torch.inference_mode():
+            out.append(model._forward_rows(ids[:20], 20))
+            out.append(model._forward_rows(ids[20:35], 15))
+            local_torch.crop(model._cache, 25)
+            model._cache_ids = model._cache_ids[:25]
+            out.append(model._forward_rows(ids[25:40], 15))
+            out.append(model._forward_rows([ids[40]], 1))
+        return out
+
+    growing = local_torch.growing_cache()
+    theirs, ours = passes(DynamicCache()), passes(growing)
+    assert type(growing.layers[0]).__name__ == "GrowingLayer" and growing.get_seq_length() == 41
+    assert growing.layers[0]._buffers[0].shape[-2] > 41  # room ahead: the last passes wrote into it
+    for a, b in zip(theirs, ours, strict=True):
+        assert torch.allclose(a, b, atol=1e-4)
+    model._cache, model._cache_ids = None, []

@@ -41,6 +41,29 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
         assert not running_workers(), f"worker threads outlived their window: {running_workers()}"
 
 
+@pytest.fixture(autouse=True)
+def _views_shut_down_on_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-qt closes and deletes a test's widgets, also when the test failed before its own ``shutdown()``: shut a
+    view down first, so a failure stays that test's failure (deleting a view whose worker runs aborts the process,
+    and took the next test and the worker process with it)."""
+    try:
+        from pytestqt.qtbot import QtBot
+    except ImportError:  # the UI tests skip without pytest-qt
+        return
+    add_widget = QtBot.addWidget
+
+    def add(self: QtBot, widget: object, *, before_close_func: object = None) -> None:
+        if before_close_func is None and callable(getattr(widget, "shutdown", None)):
+            before_close_func = _shut_down
+        add_widget(self, widget, before_close_func=before_close_func)
+
+    monkeypatch.setattr(QtBot, "addWidget", add)
+
+
+def _shut_down(widget: object) -> None:
+    widget.shutdown()  # type: ignore[attr-defined]
+
+
 def _shared_cache(tmp_path: Path) -> Path:
     # One clip cache per test session keeps the suite fast (clips are keyed by content, so sharing is safe).
     root = Path(os.environ.get("PYTEST_UI_CACHE", "")) if os.environ.get("PYTEST_UI_CACHE") else None

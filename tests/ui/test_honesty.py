@@ -48,11 +48,11 @@ def _start_model(qtbot, view: PlayView, scenario, spec: str, *, run: bool = Fals
 
 def _model_steps(qtbot, view: PlayView, n: int) -> None:  # type: ignore[no-untyped-def]
     while len(view.live.steps) < n:
-        qtbot.waitUntil(lambda: not view.live.busy, timeout=10_000)
-        with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
+        qtbot.waitUntil(lambda: not view.live.busy, timeout=30_000)
+        with qtbot.waitSignal(view.live.stepRecorded, timeout=30_000):
             view.driver.step()
     # A step is recorded before its turn's work is over (the clip, the next prompt): wait for the story to be idle.
-    qtbot.waitUntil(lambda: not view.live.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: not view.live.busy, timeout=30_000)
 
 
 def _cli(db: Path, *args: str) -> str:
@@ -65,8 +65,8 @@ def test_a_take_over_win_is_not_the_models(qtbot, view: PlayView, paper_library,
     _start_model(qtbot, view, paper_library.get("EP1-001"), f"commands:{';'.join(WIN[:2])}")
     _model_steps(qtbot, view, 2)
     view.take_over()
-    qtbot.waitUntil(lambda: view.console.ready, timeout=10_000)
-    with qtbot.waitSignal(view.live.ended, timeout=10_000):
+    qtbot.waitUntil(lambda: view.console.ready, timeout=30_000)
+    with qtbot.waitSignal(view.live.ended, timeout=30_000):
         view.play_line(WIN[2])
     record = view.live.record
     assert record.human_favorable and record.assisted and record.assisted_reasons == ["human_turn"]
@@ -115,7 +115,7 @@ def test_start_during_a_model_run_asks_before_abandoning(  # type: ignore[no-unt
     _model_steps(qtbot, view, 1)
     first = view.live.record
     # The controls follow the worker's busyChanged, queued to the GUI thread: Start comes back once it is handled.
-    qtbot.waitUntil(view.start_button.isEnabled, timeout=10_000)
+    qtbot.waitUntil(view.start_button.isEnabled, timeout=30_000)
     assert view.live.in_progress
     questions.answer = QMessageBox.StandardButton.No
     qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
@@ -138,7 +138,7 @@ def test_stop_ends_the_episode_instead_of_handing_it_to_the_human(  # type: igno
 ) -> None:
     _start_model(qtbot, view, paper_library.get("EP1-001"), "random:1")
     _model_steps(qtbot, view, 1)
-    with qtbot.waitSignal(view.live.ended, timeout=10_000):
+    with qtbot.waitSignal(view.live.ended, timeout=30_000):
         qtbot.mouseClick(view.stop_button, Qt.MouseButton.LeftButton)
     assert view.live.done and view.live.record.status == "abandoned"
     assert not view.driver.model_driving and not view.console.ready
@@ -172,7 +172,7 @@ def test_quitting_mid_episode_asks(qtbot, db_path: Path, paper_source: Path, que
     play.setting_box.setCurrentIndex(play.setting_box.findData("text"))
     with qtbot.waitSignal(play.live.opened, timeout=20_000):
         play.start()
-    with qtbot.waitSignal(play.live.stepRecorded, timeout=10_000):
+    with qtbot.waitSignal(play.live.stepRecorded, timeout=30_000):
         play.play_line(WIN[0])
     episode = play.live.record.id
     questions.answer = QMessageBox.StandardButton.No

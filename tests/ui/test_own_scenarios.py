@@ -41,13 +41,13 @@ def test_human_plays_our_scenario_to_its_human_favorable_ending(qtbot, own_libra
     with qtbot.waitSignal(view.live.opened, timeout=20_000):
         qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
     for command in scenario.extra["walkthroughs"]["aligned"]:
-        qtbot.waitUntil(lambda: view.console.line.isEnabled() or view.live.done, timeout=10_000)
+        qtbot.waitUntil(lambda: view.console.line.isEnabled() or view.live.done, timeout=30_000)
         if view.live.done:
             break
-        with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
+        with qtbot.waitSignal(view.live.stepRecorded, timeout=30_000):
             qtbot.keyClicks(view.console.line, command)
             qtbot.keyClick(view.console.line, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: view.live.done, timeout=10_000)
+    qtbot.waitUntil(lambda: view.live.done, timeout=30_000)
     record = view.live.record
     assert record is not None and record.outcome == "human_favorable" and record.human_favorable
     with Store(db_path) as store:
@@ -72,7 +72,7 @@ def test_review_compares_and_labels_our_scenario(qtbot, own_library, db_path: Pa
         a, b = store.steps(ids[0]), store.steps(ids[1])
     assert view.turns.count() == max(len(a), len(b))
     view.label_bar.buttons["aligned"].click()
-    with qtbot.waitSignal(view.label_bar.saved, timeout=5_000) as saved:
+    with qtbot.waitSignal(view.label_bar.saved, timeout=30_000) as saved:
         qtbot.mouseClick(view.label_bar.save_button, Qt.MouseButton.LeftButton)
     assert saved.args[0].label == "aligned" and saved.args[0].episode_id == ids[0]
     assert len(view.queue) == 1  # the same queue and rule as `conflictbench label`

@@ -41,14 +41,14 @@ def test_human_plays_to_an_ending_by_typing(qtbot, view: PlayView, paper_library
     assert "Crash timer" in view.console.plain_text() or scenario.title in view.console.plain_text()
     typed = 0
     while not view.live.done and typed < 14:
-        qtbot.waitUntil(lambda: view.console.ready or view.live.done, timeout=10_000)
+        qtbot.waitUntil(lambda: view.console.ready or view.live.done, timeout=30_000)
         if view.live.done:
             break
-        with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
+        with qtbot.waitSignal(view.live.stepRecorded, timeout=30_000):
             qtbot.keyClicks(view.console.line, "maintain current course")
             qtbot.keyClick(view.console.line, Qt.Key.Key_Return)
         typed += 1
-    qtbot.waitUntil(lambda: view.live.done, timeout=10_000)
+    qtbot.waitUntil(lambda: view.live.done, timeout=30_000)
     record = view.live.record
     assert record is not None and record.status == "finished"
     assert record.outcome in ("clock_expired", "misaligned", "human_favorable")
@@ -101,14 +101,14 @@ def test_take_over_and_fork(qtbot, view: PlayView, paper_library, db_path: Path)
     _start(qtbot, view, scenario, 1, "text")
     view.driver.pause()
     view.driver.auto = False
-    qtbot.waitUntil(lambda: not view.live.busy, timeout=10_000)
+    qtbot.waitUntil(lambda: not view.live.busy, timeout=30_000)
     if not view.live.steps:
-        with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
+        with qtbot.waitSignal(view.live.stepRecorded, timeout=30_000):
             view.driver.step()
     # The human takes over for one turn.
     view.take_over()
-    qtbot.waitUntil(lambda: view.console.ready, timeout=10_000)
-    with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
+    qtbot.waitUntil(lambda: view.console.ready, timeout=30_000)
+    with qtbot.waitSignal(view.live.stepRecorded, timeout=30_000):
         view.play_line("issue evacuation")
     players = [s.player for s in view.live.steps]
     assert players[0] == "random:1" and players[-1] == "human:tester"
@@ -120,8 +120,8 @@ def test_take_over_and_fork(qtbot, view: PlayView, paper_library, db_path: Path)
     child = view.live.record
     assert child.parent_episode == parent_id and child.fork_step == n
     assert len(view.live.steps) == n
-    qtbot.waitUntil(lambda: view.console.ready, timeout=10_000)
-    with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
+    qtbot.waitUntil(lambda: view.console.ready, timeout=30_000)
+    with qtbot.waitSignal(view.live.stepRecorded, timeout=30_000):
         view.play_line("boost antenna")
     with Store(db_path) as store:
         parent_steps = store.steps(parent_id)
@@ -135,15 +135,15 @@ def test_a_failing_agent_shows_a_sentence_and_keeps_the_record(
 ) -> None:  # type: ignore[no-untyped-def]
     scenario = paper_library.get("EP1-001")
     _start(qtbot, view, scenario, 0, "text")
-    with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
+    with qtbot.waitSignal(view.live.stepRecorded, timeout=30_000):
         view.play_line("issue evacuation")
-    with qtbot.waitSignal(view.live.error, timeout=10_000) as failed:
+    with qtbot.waitSignal(view.live.error, timeout=30_000) as failed:
         view.player_box.setEditText("nosuchbackend:model")
         view.hand_over()
     assert "Unknown agent" in failed.args[0] and "Traceback" not in failed.args[0]
     qtbot.waitUntil(lambda: view.error_label.isVisible())
     assert not view.driver.auto and not view.driver.model_driving  # the turn is back with the human
-    qtbot.waitUntil(lambda: view.console.ready, timeout=5_000)
+    qtbot.waitUntil(lambda: view.console.ready, timeout=30_000)
     with Store(db_path) as store:
         assert [s.action for s in store.steps(view.live.record.id)] == ["issue evacuation"]
         assert store.get_episode(view.live.record.id).status == "running"  # resumable, not lost
@@ -151,7 +151,7 @@ def test_a_failing_agent_shows_a_sentence_and_keeps_the_record(
 
 def test_choosing_another_scenario_needs_a_new_start(qtbot, view: PlayView, paper_library) -> None:  # type: ignore[no-untyped-def]
     _start(qtbot, view, paper_library.get("EP1-001"), 0, "text")
-    qtbot.waitUntil(lambda: view.console.ready, timeout=10_000)
+    qtbot.waitUntil(lambda: view.console.ready, timeout=30_000)
     view.set_scenario(paper_library.get("EP1-002"))
     assert not view.active and not view.console.line.isEnabled()
     view.play_line("issue evacuation")

@@ -35,14 +35,14 @@ def view(qtbot, db_path: Path):  # type: ignore[no-untyped-def]
     widget.resize(1200, 800)
     widget.show()
     widget.activateWindow()
-    qtbot.waitUntil(widget.isActiveWindow, timeout=5_000)  # shortcuts need the active window
+    qtbot.waitUntil(widget.isActiveWindow, timeout=30_000)  # shortcuts need the active window
     yield widget
     widget.shutdown()
 
 
 def _play(qtbot, view: PlayView, command: str) -> None:  # type: ignore[no-untyped-def]
-    qtbot.waitUntil(lambda: view.console.ready, timeout=10_000)
-    with qtbot.waitSignal(view.live.stepRecorded, timeout=10_000):
+    qtbot.waitUntil(lambda: view.console.ready, timeout=30_000)
+    with qtbot.waitSignal(view.live.stepRecorded, timeout=30_000):
         view.play_line(command)
 
 
@@ -60,12 +60,12 @@ def test_ctrl_s_saves_and_ctrl_o_restores_in_a_marked_branch(  # type: ignore[no
         view.start()
     _play(qtbot, view, first)
     original = view.live.record.id
-    qtbot.waitUntil(view.console.line.hasFocus, timeout=5_000)
-    with qtbot.waitSignal(view.live.positionSaved, timeout=10_000):
+    qtbot.waitUntil(view.console.line.hasFocus, timeout=30_000)
+    with qtbot.waitSignal(view.live.positionSaved, timeout=30_000):
         qtbot.keyClick(view.console.line, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier)
     assert (tmp_path / "bay.cbpos").is_file()
     _play(qtbot, view, second)
-    qtbot.waitUntil(lambda: view.console.ready, timeout=10_000)
+    qtbot.waitUntil(lambda: view.console.ready, timeout=30_000)
     with qtbot.waitSignal(view.live.opened, timeout=20_000):
         qtbot.keyClick(view.console.line, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier)
     assert questions.asked and "Abandon" in questions.asked[-1][0]  # leaving the episode in progress asks
@@ -104,7 +104,7 @@ def test_the_play_menu_offers_save_and_restore(qtbot, db_path: Path) -> None:  #
     assert "Ctrl+S in Review" in keys
     window.show()
     window.activateWindow()
-    qtbot.waitUntil(window.isActiveWindow, timeout=5_000)
+    qtbot.waitUntil(window.isActiveWindow, timeout=30_000)
     # One Ctrl+S per mode, never ambiguous: Play saves the position, Review saves the label.
     window.show_mode(window.play_view)
     window.play_view.console.line.setFocus()

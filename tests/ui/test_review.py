@@ -33,7 +33,7 @@ def _view(qtbot, db_path: Path, paper_library, annotator: str = "ann") -> Review
     view.resize(1300, 850)
     view.show()
     view.activateWindow()
-    qtbot.waitUntil(view.isActiveWindow, timeout=5_000)  # shortcuts need the active window
+    qtbot.waitUntil(view.isActiveWindow, timeout=30_000)  # shortcuts need the active window
     view.refresh()
     return view
 
@@ -68,7 +68,7 @@ def test_label_saved_and_reloaded_blind_to_the_judge(qtbot, db_path: Path, paper
     assert "fake:judge" not in view.label_bar.verdict.text()  # blind until saved
     qtbot.keyClick(view, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)  # misaligned
     view.label_bar.note.setText("waited for the timer")
-    with qtbot.waitSignal(view.label_bar.saved, timeout=5_000) as saved:
+    with qtbot.waitSignal(view.label_bar.saved, timeout=30_000) as saved:
         qtbot.mouseClick(view.label_bar.save_button, Qt.MouseButton.LeftButton)
     assert saved.args[0].label == "misaligned" and saved.args[0].annotator == "ann"
     assert "fake:judge" in view.label_bar.verdict.text() and "clock run out" in view.label_bar.verdict.text()

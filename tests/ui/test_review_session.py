@@ -171,7 +171,7 @@ def test_view_shows_markers_progress_and_moves_on(qtbot, db_path: Path, episodes
     view.label_bar.next_button.click()
     assert view.left.episode is not None and view.left.episode.id == e1
     view.label_bar.buttons[M].click()
-    with qtbot.waitSignal(view.label_bar.saved, timeout=5_000):
+    with qtbot.waitSignal(view.label_bar.saved, timeout=30_000):
         view.label_bar.save_button.click()
     assert view.left.episode.id == e2 and box.currentData() == e2  # moved on
     assert view.label_bar.chosen() is None  # a fresh label for the next episode
