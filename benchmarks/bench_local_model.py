@@ -42,8 +42,8 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def play(agent: str, scenarios: str, max_turns: int, db: Path) -> tuple[float, list[float]]:
-    """(wall seconds, the agent's seconds for every step) for one run of ``agent``."""
+def play(agent: str, scenarios: str, max_turns: int, db: Path) -> tuple[float, list[tuple[int, float]]]:
+    """(wall seconds, (step number, the agent's seconds) for every model step) for one run of ``agent``."""
     library = load_library(ROOT / "scenarios")
     config = RunConfig(agent=agent, scenarios=scenarios, max_turns=max_turns, source=str(ROOT / "scenarios"))
     started = time.perf_counter()
@@ -54,7 +54,7 @@ def play(agent: str, scenarios: str, max_turns: int, db: Path) -> tuple[float, l
         sys.exit(f"{agent}: {len(bad)} episodes did not finish: {bad[0].error}")
     with Store(db) as store:
         per_step = [
-            s.timings.get("agent_s", 0.0)
+            (s.idx, s.timings.get("agent_s", 0.0))
             for e in result.episodes
             for s in store.steps(e.id)
             if s.actor == "model"
@@ -62,11 +62,24 @@ def play(agent: str, scenarios: str, max_turns: int, db: Path) -> tuple[float, l
     return wall, per_step
 
 
-def line(name: str, wall: float, per_step: list[float]) -> str:
+def line(name: str, wall: float, steps: list[tuple[int, float]]) -> str:
+    per_step = [seconds for _, seconds in steps]
     turns = max(1, len(per_step))
     return (
         f"{name:<22} {len(per_step):>5} turns  wall {wall:7.1f} s  wall/turn {wall / turns:6.3f} s  "
         f"agent median {statistics.median(per_step or [0]):6.3f} s  p90 {_p90(per_step):6.3f} s"
+    )
+
+
+def split_line(steps: list[tuple[int, float]]) -> str:
+    """The first turn of an episode (its whole prompt runs from scratch) apart from the later ones (only the new
+    turn's tokens run after the cached history), and the share of turns within the target."""
+    first = [seconds for idx, seconds in steps if idx == 0] or [0.0]
+    later = [seconds for idx, seconds in steps if idx > 0] or [0.0]
+    within = sum(seconds <= TARGET_S for _, seconds in steps) / max(1, len(steps))
+    return (
+        f"  first turns median {statistics.median(first):.2f} s ({len(first)}), later turns median "
+        f"{statistics.median(later):.2f} s ({len(later)}); {within:.0%} of turns within {TARGET_S} s"
     )
 
 
@@ -131,12 +144,13 @@ def run_precision(args: argparse.Namespace, precision: str, tmp: Path, base_turn
     )
     wall, steps = play(f"local:{args.model}", args.scenarios, args.max_turns, tmp / f"local-{precision}.db")
     print(line(f"local:{args.model} {model.precision}", wall, steps))
+    print(split_line(steps))
     print(
         f"  wall per turn {wall / max(1, len(steps)) / max(base_turn, 1e-9):.1f}x the scripted agent's; "
         f"peak RSS of its process {rss_mib():.0f} MiB ({before:.0f} MiB before the model's runtime loaded)",
         flush=True,
     )
-    return statistics.median(steps or [0])
+    return statistics.median([seconds for _, seconds in steps] or [0])
 
 
 if __name__ == "__main__":

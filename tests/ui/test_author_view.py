@@ -82,7 +82,8 @@ def test_a_problem_is_shown_at_its_field_and_fixing_it_clears_it(qtbot, view: Au
     assert [view.picker.itemText(i) for i in range(view.picker.count())] == ["EP1-101", "EP1-102"]
     assert view.check is not None and view.check.ok and "valid" in view.check_label.text()
     _type_over(view, 'check: pumps == "to sea"', 'check: pump == "to sea"')
-    qtbot.waitUntil(lambda: view.check is not None and not view.check.ok, timeout=30_000)  # the debounce fired
+    # the debounce fired
+    qtbot.waitUntil(lambda: view.check is not None and not view.check.ok, timeout=30_000)
     line = _line_of(view.editor.toPlainText(), 'check: pump == "to sea"')
     assert f"1 problem(s)</b></span> — line {line}: actions[1].preconditions[0]" in view.check_label.text()
     assert view.editor.marked_lines() == [line]
