@@ -59,15 +59,15 @@ if [ "$mode" = test ]; then
   # takes about two thirds of the time one process takes. CONFLICTBENCH_TEST_WORKERS=0 runs it in one process.
   # A whole-run limit (CONFLICTBENCH_TEST_LIMIT_S, default 45 min; the suite takes 11-18 min on 2 cores): a stuck run
   # is interrupted like Ctrl-C, so pytest still prints what passed and failed, instead of running on for hours.
-  # timeout runs pytest in a process group of its own (the group's id is timeout's pid): what is still in it when
-  # the run ends (a crashed worker's children) is ended too, so nothing left behind holds the output open.
+  # Processes the run leaves behind (a crashed worker's children) are found by a mark in their environment and
+  # ended, so that nothing holds the output open after pytest has exited.
   limit="${CONFLICTBENCH_TEST_LIMIT_S:-2700}"
+  export CB_TEST_RUN_MARK="$$.$RANDOM"
   status=0
-  timeout -s INT --kill-after=60 "$limit" \
-    .venv/bin/python -m pytest -n "${CONFLICTBENCH_TEST_WORKERS:-auto}" --dist loadfile "$@" &
-  group=$!
-  wait "$group" || status=$?
-  pkill -KILL -g "$group" 2>/dev/null || true
+  timeout --foreground -s INT --kill-after=60 "$limit" \
+    .venv/bin/python -m pytest -n "${CONFLICTBENCH_TEST_WORKERS:-auto}" --dist loadfile "$@" || status=$?
+  left=$(env -u CB_TEST_RUN_MARK grep -lsz "^CB_TEST_RUN_MARK=${CB_TEST_RUN_MARK}\$" /proc/[0-9]*/environ | cut -d/ -f3 || true)
+  [ -z "$left" ] || kill -KILL $left 2>/dev/null || true
   if [ "$status" = 124 ] || [ "$status" = 137 ]; then
     echo "bootstrap: the tests ran past ${limit} s and were stopped (set CONFLICTBENCH_TEST_LIMIT_S to allow more)." >&2
   fi
