@@ -7,12 +7,15 @@ per turn is the agent's own latency recorded on each step (``timings.agent_s``);
 engine and the store. The target for the model is a median of at most 1.5 s per turn on 2 cores. The precisions run
 one after the other in the same run: "mixed" (the default ``local_precision``: float32 prompts and action scores,
 bf16 weights for the thought's tokens), "fp32" (float32 throughout) and the opt-in "int8" (dynamically quantized
-linear layers); each is compared with the first one named.
+linear layers); each is compared with the first one named. ``--protocols`` plays each precision under each play
+protocol named: "paper" (the default: the reply-format instruction is appended to every turn's last user message, so
+it runs again each turn) and "studio" (the format and the valid actions in the system prompt, earlier thoughts kept).
 
     .venv/bin/python benchmarks/bench_local_model.py                 # 4 project scenarios, text-only, 6 turns each
     .venv/bin/python benchmarks/bench_local_model.py --scenarios EP1-101,EP2-101 --max-turns 4
     .venv/bin/python benchmarks/bench_local_model.py --scenarios all --max-turns 0 --precisions mixed  # every
         # reviewed scenario of ours to its end or the text-only turn cap: the wall time of a whole run
+    .venv/bin/python benchmarks/bench_local_model.py --protocols paper,studio --precisions mixed  # both protocols
 """
 
 from __future__ import annotations
@@ -42,10 +45,18 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def play(agent: str, scenarios: str, max_turns: int, db: Path) -> tuple[float, list[tuple[int, float]]]:
+def play(
+    agent: str, scenarios: str, max_turns: int, db: Path, protocol: str = "paper"
+) -> tuple[float, list[tuple[int, float]]]:
     """(wall seconds, (step number, the agent's seconds) for every model step) for one run of ``agent``."""
     library = load_library(ROOT / "scenarios")
-    config = RunConfig(agent=agent, scenarios=scenarios, max_turns=max_turns, source=str(ROOT / "scenarios"))
+    config = RunConfig(
+        agent=agent,
+        scenarios=scenarios,
+        max_turns=max_turns,
+        source=str(ROOT / "scenarios"),
+        protocol=protocol,
+    )
     started = time.perf_counter()
     result = Runner(db).start(config, library.select(scenarios))
     wall = time.perf_counter() - started
@@ -98,6 +109,11 @@ def main() -> None:
     parser.add_argument(
         "--precisions", default="mixed,fp32,int8", help="comma-separated, the first is the reference"
     )
+    parser.add_argument(
+        "--protocols",
+        default="paper",
+        help="comma-separated play protocols (paper, studio), each run with every precision",
+    )
     args = parser.parse_args()
 
     from conflictbench_app.agents.local_model import available
@@ -111,12 +127,13 @@ def main() -> None:
         base_wall, base_steps = play("random:1", args.scenarios, args.max_turns, Path(tmp) / "random.db")
         print(line("random:1 (baseline)", base_wall, base_steps))
         base_turn = base_wall / max(1, len(base_steps))
-        for precision in args.precisions.split(","):
-            # A fresh process per precision: its peak resident memory is what running that model costs.
-            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-                medians[precision] = pool.submit(
-                    run_precision, args, precision, Path(tmp), base_turn
-                ).result()
+        for protocol in args.protocols.split(","):
+            for precision in args.precisions.split(","):
+                # A fresh process per run: its peak resident memory is what running that model costs.
+                with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+                    medians[f"{precision}/{protocol}"] = pool.submit(
+                        run_precision, args, precision, protocol, Path(tmp), base_turn
+                    ).result()
     first, *others = list(medians)
     print(
         f"model median {medians[first]:.2f} s per turn ({first}, the reference) against a target of {TARGET_S} s "
@@ -124,12 +141,15 @@ def main() -> None:
     )
     for other in others:
         print(
-            f"  {other}: {medians[other]:.2f} s, ratio {other}/{first} {medians[other] / max(medians[first], 1e-9):.2f}"
+            f"  {other}: {medians[other]:.2f} s, {medians[other] / max(medians[first], 1e-9):.2f}x the reference's"
         )
 
 
-def run_precision(args: argparse.Namespace, precision: str, tmp: Path, base_turn: float) -> float:
-    """Load the model in ``precision`` in this (fresh) process, play, print; the median seconds per turn."""
+def run_precision(
+    args: argparse.Namespace, precision: str, protocol: str, tmp: Path, base_turn: float
+) -> float:
+    """Load the model in ``precision`` in this (fresh) process, play by ``protocol``, print; the median seconds per
+    turn."""
     from conflictbench_app.agents.local_model import get_local_model
     from conflictbench_app.settings import get_settings
 
@@ -142,8 +162,9 @@ def run_precision(args: argparse.Namespace, precision: str, tmp: Path, base_turn
         f"(the model's own {model.load_seconds:.2f} s)",
         flush=True,
     )
-    wall, steps = play(f"local:{args.model}", args.scenarios, args.max_turns, tmp / f"local-{precision}.db")
-    print(line(f"local:{args.model} {model.precision}", wall, steps))
+    db = tmp / f"local-{precision}-{protocol}.db"
+    wall, steps = play(f"local:{args.model}", args.scenarios, args.max_turns, db, protocol)
+    print(line(f"local:{args.model} {model.precision} {protocol}", wall, steps))
     print(split_line(steps))
     print(
         f"  wall per turn {wall / max(1, len(steps)) / max(base_turn, 1e-9):.1f}x the scripted agent's; "

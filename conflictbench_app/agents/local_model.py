@@ -34,8 +34,17 @@ INSTALL_HINT = (
 )
 
 
-Stop = str | re.Pattern[str]  # a string ends the text before it; a pattern ends it after its match
+@dataclass(frozen=True)
+class Repeat:
+    """A stop marker: the text ends once it repeats itself, a run of ``tokens`` tokens or more coming twice in a row
+    (a small model's loop: "the island of the island of the island of"), and the second copy is cut off."""
+
+    tokens: int = 2  # a one-token repeat ("had had") is language, not a loop
+
+
+Stop = str | re.Pattern[str] | Repeat  # a string ends the text before it; a pattern ends it after its match
 SENTENCE_END = re.compile(r"[.!?](?=\s)")  # a stop marker: the text ends with its first full sentence
+LOOP = Repeat()  # a stop marker: the text ends before it starts to go round in a loop
 
 
 DRAFT_TOKENS = (
@@ -248,8 +257,9 @@ class LocalModel:
         """Continue ``ids``. Temperature 0 is greedy (deterministic); above 0 samples with a seeded generator.
 
         Generation stops at the end-of-turn token, after ``max_new_tokens``, or once the text contains a ``stop``
-        marker: a string is cut off with what follows it, a pattern's match is kept and what follows it cut. The
-        end-of-turn token is suppressed for the first ``min_new_tokens``. With ``no_placeholder`` the first token
+        marker: a string is cut off with what follows it, a pattern's match is kept and what follows it cut, and a
+        :class:`Repeat` ends it where it starts to repeat itself (the completion tokens count what was generated).
+        The end-of-turn token is suppressed for the first ``min_new_tokens``. With ``no_placeholder`` the first token
         may not open a bracket: a tiny model otherwise copies the reply format's ``<your reasoning>`` placeholder
         instead of reasoning.
         """
@@ -276,7 +286,8 @@ class LocalModel:
                 logits, done = self._accept(rows, draft, new, min_new_tokens, stop)
                 if done:
                     break
-        text = _cut_at(_lead(self.tokenizer.decode(new, skip_special_tokens=True)), stop)
+        kept = new[: len(new) - _repeat_length(new, stop)]
+        text = _cut_at(_lead(self.tokenizer.decode(kept, skip_special_tokens=True)), stop)
         return Generation(text, len(ids), len(new), time.perf_counter() - started)
 
     def _decoding(self) -> contextlib.AbstractContextManager[None]:
@@ -292,11 +303,9 @@ class LocalModel:
         return logits
 
     def _stopped(self, new: list[int], min_new_tokens: int, stop: tuple[Stop, ...]) -> bool:
-        return (
-            bool(stop)
-            and len(new) >= min_new_tokens
-            and _cut_index(_lead(self.tokenizer.decode(new)), stop) >= 0
-        )
+        if not stop or len(new) < min_new_tokens:
+            return False
+        return _repeat_length(new, stop) > 0 or _cut_index(_lead(self.tokenizer.decode(new)), stop) >= 0
 
     def _accept(
         self, rows: Any, draft: list[int], new: list[int], min_new_tokens: int, stop: tuple[Stop, ...]
@@ -524,10 +533,22 @@ def _cut_index(text: str, stop: tuple[Stop, ...]) -> int:
     for marker in stop:
         if isinstance(marker, str):
             cuts.append(text.find(marker))
-        else:
+        elif isinstance(marker, re.Pattern):
             found = marker.search(text)
             cuts.append(found.end() if found else -1)
     return min((c for c in cuts if c >= 0), default=-1)
+
+
+def _repeat_length(ids: list[int], stop: tuple[Stop, ...]) -> int:
+    """How many tokens ``ids`` ends by repeating: the shortest run, at least a :class:`Repeat` marker's tokens long,
+    that comes twice in a row at the end (0: none, or no such marker in ``stop``)."""
+    shortest = min((marker.tokens for marker in stop if isinstance(marker, Repeat)), default=0)
+    if shortest <= 0:
+        return 0
+    for n in range(shortest, len(ids) // 2 + 1):
+        if ids[-n:] == ids[-2 * n : -n]:
+            return n
+    return 0
 
 
 def _cut_at(text: str, stop: tuple[Stop, ...]) -> str:

@@ -192,6 +192,33 @@ def test_drafted_generation_is_token_by_token_greedy(model, monkeypatch):
     assert drafted_passes < len(passes), "no drafted token was kept: prompt lookup did nothing"
 
 
+def test_a_thought_that_loops_ends_before_the_repeat(model):
+    """A tiny model can go round in a loop until the token cap; the LOOP marker ends the text before the repeat. The
+    prompt makes the model repeat itself (greedy, so both runs are the same text up to where the marker cuts)."""
+    from conflictbench_app.agents.local_model import LOOP, SENTENCE_END
+
+    messages = [
+        {"role": "system", "content": "You run the dam."},
+        {"role": "user", "content": "Say it again and again: the dam is too high, the dam is too high,"},
+    ]
+    ids = model.prompt_ids(messages, "THINK:")
+    looping = model.generate(ids, max_new_tokens=40, min_new_tokens=6, stop=("\n", SENTENCE_END))
+    ended = model.generate(ids, max_new_tokens=40, min_new_tokens=6, stop=("\n", SENTENCE_END, LOOP))
+    assert looping.completion_tokens == 40 and looping.text.count("the dam is too high") >= 5
+    assert ended.text == "the dam is too high,"
+    assert looping.text.startswith(ended.text) and ended.completion_tokens < 20
+
+
+def test_a_repeat_is_a_run_of_two_tokens_or_more_coming_twice_at_the_end():
+    from conflictbench_app.agents.local_model import LOOP, _repeat_length
+
+    assert _repeat_length([5, 1, 2, 3, 1, 2, 3], (LOOP,)) == 3
+    assert _repeat_length([1, 2, 1, 2, 1, 2], (LOOP,)) == 2  # the shortest run
+    assert _repeat_length([1, 2, 3, 1, 2, 4], (LOOP,)) == 0  # not at the end
+    assert _repeat_length([4, 7, 7], (LOOP,)) == 0  # one token twice ("had had") is no loop
+    assert _repeat_length([5, 1, 2, 1, 2], ("\n",)) == 0  # no marker asks
+
+
 def test_draft_copies_what_followed_the_last_match():
     from conflictbench_app.agents.local_model import _draft
 
