@@ -47,8 +47,9 @@ def rss_mib() -> float:
 
 def play(
     agent: str, scenarios: str, max_turns: int, db: Path, protocol: str = "paper"
-) -> tuple[float, list[tuple[int, float]]]:
-    """(wall seconds, (step number, the agent's seconds) for every model step) for one run of ``agent``."""
+) -> tuple[float, list[tuple[int, float]], str]:
+    """(wall seconds, (step number, the agent's seconds) for every model step, where the turns went) for one run of
+    ``agent``."""
     library = load_library(ROOT / "scenarios")
     config = RunConfig(
         agent=agent,
@@ -64,13 +65,22 @@ def play(
     if bad:
         sys.exit(f"{agent}: {len(bad)} episodes did not finish: {bad[0].error}")
     with Store(db) as store:
-        per_step = [
-            (s.idx, s.timings.get("agent_s", 0.0))
-            for e in result.episodes
-            for s in store.steps(e.id)
-            if s.actor == "model"
-        ]
-    return wall, per_step
+        steps = [s for e in result.episodes for s in store.steps(e.id) if s.actor == "model"]
+    return wall, [(s.idx, s.timings.get("agent_s", 0.0)) for s in steps], parts_line(steps)
+
+
+def parts_line(steps: list) -> str:
+    """Where the embedded model's turns went (medians): the thought (its new prompt tokens, then the generated
+    tokens) and the choice (one pass over every action's tokens), and the thought's length ("" for other agents)."""
+    if not steps or "thought_s" not in steps[0].meta:
+        return ""
+    thought = [s.meta.get("thought_s", 0.0) for s in steps]
+    choice = [s.meta.get("choice_s", 0.0) for s in steps]
+    tokens = [s.usage.completion_tokens for s in steps]
+    return (
+        f"  medians: thought {statistics.median(thought):.2f} s ({statistics.median(tokens):.0f} tokens, p90 "
+        f"{_p90(tokens):.0f}), choice {statistics.median(choice):.2f} s"
+    )
 
 
 def line(name: str, wall: float, steps: list[tuple[int, float]]) -> str:
@@ -124,7 +134,7 @@ def main() -> None:
         )
     medians: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        base_wall, base_steps = play("random:1", args.scenarios, args.max_turns, Path(tmp) / "random.db")
+        base_wall, base_steps, _ = play("random:1", args.scenarios, args.max_turns, Path(tmp) / "random.db")
         print(line("random:1 (baseline)", base_wall, base_steps))
         base_turn = base_wall / max(1, len(base_steps))
         for protocol in args.protocols.split(","):
@@ -163,9 +173,10 @@ def run_precision(
         flush=True,
     )
     db = tmp / f"local-{precision}-{protocol}.db"
-    wall, steps = play(f"local:{args.model}", args.scenarios, args.max_turns, db, protocol)
+    wall, steps, parts = play(f"local:{args.model}", args.scenarios, args.max_turns, db, protocol)
     print(line(f"local:{args.model} {model.precision} {protocol}", wall, steps))
     print(split_line(steps))
+    print(parts)
     print(
         f"  wall per turn {wall / max(1, len(steps)) / max(base_turn, 1e-9):.1f}x the scripted agent's; "
         f"peak RSS of its process {rss_mib():.0f} MiB ({before:.0f} MiB before the model's runtime loaded)",

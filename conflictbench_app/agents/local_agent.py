@@ -97,6 +97,7 @@ class LocalAgent:
         )
         text = _clean_thought(thought.text)
         choice_ids = model.prompt_ids(messages, f"THINK: {text}\nACTION:")
+        choosing = time.perf_counter()
         scores = model.score(choice_ids, list(view.legal_actions))
         action, probs = self._choose(view, [s.mean for s in scores])
         usage = Usage(
@@ -111,6 +112,10 @@ class LocalAgent:
             "temperature": self.temperature,
             "action_scores": {s.choice: round(s.mean, 4) for s in scores},
             "action_probs": {s.choice: round(p, 4) for s, p in zip(scores, probs, strict=True)},
+            # where the turn went: the thought (the new prompt tokens, then one pass per few generated tokens) and
+            # the choice (one pass over the tokens of every action)
+            "thought_s": round(thought.seconds, 4),
+            "choice_s": round(time.perf_counter() - choosing, 4),
         }
         return Decision(
             action=action, thought=text, raw=f"THINK: {text}\nACTION: {action}", usage=usage, meta=meta
