@@ -58,6 +58,10 @@ def test_plays_to_an_end_with_legal_actions_and_real_thoughts(model):
         assert (
             decision.meta["local_precision"] == "mixed"
         )  # the default; every step says which weights played
+        # where the turn went: both parts ran and neither outlasts the turn
+        parts = decision.meta["thought_s"] + decision.meta["choice_s"]
+        assert decision.meta["thought_s"] > 0 and decision.meta["choice_s"] > 0
+        assert parts <= decision.usage.latency_s
 
 
 def test_temperature_zero_is_deterministic(model):
