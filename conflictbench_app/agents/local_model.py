@@ -424,7 +424,7 @@ class LocalModel:
 def _draft(context: list[int], count: int, longest: int = 3) -> list[int]:
     """Up to ``count`` tokens guessed to come next: those that followed the latest earlier occurrence of the
     context's last three (else two) tokens (prompt lookup; a small model often copies its prompt; one token is too
-    weak a match: a wrong guess makes the pass about 1.5x a one-token pass). Only a guess: generation
+    weak a match: a pass with wrong guesses costs 1.5x to 4x a one-token pass). Only a guess: generation
     keeps a drafted token only where greedy decoding picks it itself, so the text is what token-by-token decoding
     gives."""
     if count <= 0:
