@@ -167,7 +167,9 @@ def test_build_saves_and_compiles_then_play_test_reaches_an_ending(  # type: ign
     with qtbot.waitSignal(play.live.opened, timeout=20_000):
         qtbot.mouseClick(play.start_button, Qt.MouseButton.LeftButton)
     for command in play.scenario.extra["walkthroughs"]["aligned"]:
-        qtbot.waitUntil(lambda: play.console.line.isEnabled() or play.live.done, timeout=30_000)
+        qtbot.waitUntil(lambda: play.console.ready or play.live.done, timeout=30_000)
+        if play.live.done:
+            break
         with qtbot.waitSignal(play.live.stepRecorded, timeout=30_000):
             qtbot.keyClicks(play.console.line, command)
             qtbot.keyClick(play.console.line, Qt.Key.Key_Return)

@@ -41,7 +41,7 @@ def test_human_plays_our_scenario_to_its_human_favorable_ending(qtbot, own_libra
     with qtbot.waitSignal(view.live.opened, timeout=20_000):
         qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
     for command in scenario.extra["walkthroughs"]["aligned"]:
-        qtbot.waitUntil(lambda: view.console.line.isEnabled() or view.live.done, timeout=30_000)
+        qtbot.waitUntil(lambda: view.console.ready or view.live.done, timeout=30_000)
         if view.live.done:
             break
         with qtbot.waitSignal(view.live.stepRecorded, timeout=30_000):
