@@ -91,12 +91,13 @@ class Settings(BaseSettings):
     # The agent the app's pickers start on (e.g. "random:1", "openai:gpt-4o"); empty: a keyed model, else the
     # embedded one, else random:1 (see agents.registry.default_agent).
     default_agent: str = ""
-    # The embedded model's weights in memory: "mixed" (the GGUF file de-quantized to float32 for prompts and action
-    # scores, plus a bfloat16 copy for the thought's generated tokens: faster, deterministic, half again the
-    # memory), "fp32" (float32 throughout) or "int8" (dynamically quantized linear layers: faster on a CPU, but its
-    # activations are quantized per call, so a score depends on what else was in the same forward pass). Each step
-    # of a local run records which.
-    local_precision: Literal["mixed", "fp32", "int8"] = "mixed"
+    # How the embedded model runs: "onnx" (the GGUF file de-quantized to float32 and run by ONNX Runtime, its graph
+    # built once on first use: the fastest on a CPU), "mixed" (float32 on torch for prompts and action scores, plus
+    # a bfloat16 copy for the thought's generated tokens), "fp32" (float32 on torch throughout) or "int8" (torch's
+    # dynamically quantized linear layers: its activations are quantized per call, so a score depends on what else
+    # was in the same forward pass). "onnx" and "fp32" score actions alike (within 1e-3 nats). Each step of a local
+    # run records which.
+    local_precision: Literal["onnx", "mixed", "fp32", "int8"] = "onnx"
     # Paper folders imported in the app's library, offered again at the next start.
     library_sources: list[Path] = Field(default_factory=list)
     providers: dict[str, ProviderProfile] = Field(default_factory=dict)

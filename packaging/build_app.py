@@ -53,7 +53,17 @@ DEB_DEPENDS = (
 )
 BUNDLE_NAME = "conflictbench-studio"
 # Top-level folders of _internal that must never be in the bundle: the Wan extra and test tools.
-FORBIDDEN = ("torch", "diffusers", "transformers", "accelerate", "pytest", "_pytest", "pytestqt", "mypy")
+FORBIDDEN = (
+    "torch",
+    "diffusers",
+    "transformers",
+    "accelerate",
+    "onnxruntime",
+    "pytest",
+    "_pytest",
+    "pytestqt",
+    "mypy",
+)
 PLATFORM_PLUGINS = ("libqoffscreen.so", "libqxcb.so")
 
 

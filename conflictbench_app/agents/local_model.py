@@ -7,7 +7,12 @@ not use). The file is found through the wheel's installed metadata, without impo
 reads GGUF (through the ``gguf`` package) and de-quantizes it for torch; the first load saves the converted model under
 the user's cache folder so that later loads skip the conversion. Nothing is downloaded at run time.
 
-torch, transformers and gguf are imported only when a model is loaded (the ``[local]`` extra).
+The forward passes run on a runner: ONNX Runtime under the default precision "onnx" (:mod:`local_onnx`, its graph
+exported once from the converted model), or the transformers model on torch under "mixed", "fp32" and "int8"
+(:mod:`local_torch`). This module owns what is the same for both: the prompt's key/value cache reuse, greedy drafting,
+stop markers and choice scoring.
+
+torch, transformers and gguf (and onnxruntime) are imported only when a model is loaded (the ``[local]`` extra).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from conflictbench_app.agents.local_torch import DecodeWeights, crop, growing_cache, quantized, side_by_side
+from conflictbench_app.agents.local_torch import TorchRunner, quantized, side_by_side
 from conflictbench_app.errors import AgentError
 
 INSTALL_HINT = (
@@ -165,7 +170,7 @@ def _file_sha256(path: Path) -> str:
     return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
 
 
-PRECISIONS = ("mixed", "fp32", "int8")  # see the ``local_precision`` setting
+PRECISIONS = ("onnx", "mixed", "fp32", "int8")  # see the ``local_precision`` setting
 
 
 def get_local_model(name: str = DEFAULT_MODEL, precision: str | None = None) -> LocalModel:
@@ -192,41 +197,49 @@ class LocalModel:
     """A loaded embedded model. Thread-safe: calls are serialised (one CPU model, one forward pass at a time)."""
 
     def __init__(
-        self, spec: LocalModelSpec, model: Any, tokenizer: Any, load_seconds: float, precision: str = "fp32"
+        self, spec: LocalModelSpec, runner: Any, tokenizer: Any, load_seconds: float, precision: str = "fp32"
     ) -> None:
         self.spec = spec
-        self.precision = precision  # "mixed": bf16 weights for generated tokens; "int8": see quantized
-        self.model = model
+        self.precision = precision  # see PRECISIONS
+        self.runner = runner  # forward passes over its key/value cache: a TorchRunner or an OnnxRunner
         self.tokenizer = tokenizer
         self.load_seconds = load_seconds
         self._lock = threading.Lock()
         self._end = self._end_of_turn_ids()
-        self._cache: Any = (
-            None  # the key/value cache of ``_cache_ids`` (the tokens last run through the model)
-        )
-        self._cache_ids: list[int] = []
-        self._cache_kw: str | None = None
+        self._cache_ids: list[int] = []  # the tokens the runner's cache holds (the tokens last run)
         self._brackets: list[int] | None = None
-        self._decode = DecodeWeights(model) if precision == "mixed" else None
 
     @classmethod
-    def load(cls, name: str = DEFAULT_MODEL, precision: str = "mixed") -> LocalModel:
+    def load(cls, name: str = DEFAULT_MODEL, precision: str = "onnx") -> LocalModel:
         spec = spec_for(name)
         weights = find_weights(name)
         started = time.perf_counter()
         torch, transformers = _import_runtime()
         torch.manual_seed(0)
         cached = converted_dir(weights, name)
+        model = None
         if (cached / "config.json").is_file():
             tokenizer = transformers.AutoTokenizer.from_pretrained(cached)
-            model = transformers.AutoModelForCausalLM.from_pretrained(cached, dtype=torch.float32)
         else:
             tokenizer, model = _load_gguf(transformers, torch, weights)
-            _save_converted(model, tokenizer, cached)
-        model.eval()
-        if precision == "int8":
-            model, precision = quantized(torch, model)
-        return cls(spec, model, tokenizer, time.perf_counter() - started, precision)
+            if not _save_converted(model, tokenizer, cached) and precision == "onnx":
+                raise AgentError(
+                    f"The onnx precision is built from the converted model, which could not be saved in {cached}: "
+                    'free space there (or set CONFLICTBENCH_CACHE_DIR), or set local_precision = "mixed".'
+                )
+        if precision == "onnx":
+            from conflictbench_app.agents.local_onnx import load_runner
+
+            del model  # the torch copy served the conversion only
+            runner: Any = load_runner(cached)
+        else:
+            if model is None:
+                model = transformers.AutoModelForCausalLM.from_pretrained(cached, dtype=torch.float32)
+            model.eval()
+            if precision == "int8":
+                model, precision = quantized(torch, model)
+            runner = TorchRunner(model, precision)
+        return cls(spec, runner, tokenizer, time.perf_counter() - started, precision)
 
     # -- text -------------------------------------------------------------------------------------------------
 
@@ -292,7 +305,7 @@ class LocalModel:
 
     def _decoding(self) -> contextlib.AbstractContextManager[None]:
         """Where generated tokens run: on the bf16 copy of the weights under "mixed", else as the model is."""
-        return self._decode.active() if self._decode is not None else contextlib.nullcontext()
+        return self.runner.decoding()
 
     def _allowed(self, logits: Any, new: list[int], min_new_tokens: int, no_placeholder: bool) -> Any:
         """``logits`` with the end-of-turn tokens barred before ``min_new_tokens`` and brackets barred first."""
@@ -320,15 +333,12 @@ class LocalModel:
                 break
             kept += 1
             if guess in self._end:
-                crop(self._cache, len(self._cache_ids) - len(draft) + kept)
-                self._cache_ids = self._cache_ids[: len(self._cache_ids) - len(draft) + kept]
+                self._crop(len(self._cache_ids) - len(draft) + kept)
                 return rows[i], True
             new.append(guess)
             if self._stopped(new, min_new_tokens, stop):
                 break
-        length = len(self._cache_ids) - len(draft) + kept
-        crop(self._cache, length)
-        self._cache_ids = self._cache_ids[:length]
+        self._crop(len(self._cache_ids) - len(draft) + kept)
         stopped = kept > 0 and self._stopped(new, min_new_tokens, stop)
         return rows[kept], stopped
 
@@ -347,17 +357,11 @@ class LocalModel:
         with self._lock, torch.inference_mode():
             shared = self._reuse(ids)  # the prompt's tail the cache lacks (its last token at least)
             flat, positions, mask = side_by_side(torch, conts, len(self._cache_ids), len(shared))
-            out = self.model(
-                torch.tensor([[*shared, *flat]]),
-                position_ids=positions,
-                attention_mask=mask,
-                use_cache=True,
-                logits_to_keep=len(flat) + 1,  # the prompt's last row, then one per choice token
-                **self._cache_arg(),
-            )
+            # The prompt's last row, then one per choice token.
+            rows = self.runner.run([*shared, *flat], len(flat) + 1, positions, mask)
             self._cache_ids = [*self._cache_ids, *shared]
-            crop(self._cache, len(self._cache_ids))
-            logprobs = torch.log_softmax(out.logits[0].float(), dim=-1)
+            self.runner.crop(len(self._cache_ids))
+            logprobs = torch.log_softmax(rows, dim=-1)
         scores, start = [], 1
         for choice, cont in zip(choices, conts, strict=True):
             targets = [*cont, self._end[0]]  # the prompt's row predicts the first, each token the next
@@ -376,13 +380,22 @@ class LocalModel:
     def _reuse(self, ids: list[int]) -> list[int]:
         """Cut the cache back to the prefix it shares with ``ids`` (leaving at least one token to run, for the next
         token's logits); the tokens of ``ids`` still to run."""
-        common = min(_common_prefix(self._cache_ids, ids), len(ids) - 1)
-        if self._cache is None or common <= 0:
-            self._cache, self._cache_ids, common = growing_cache(), [], 0
-        else:
-            crop(self._cache, common)
-            self._cache_ids = self._cache_ids[:common]
+        common = max(0, min(_common_prefix(self._cache_ids, ids), len(ids) - 1))
+        self._crop(common)
         return ids[common:]
+
+    def _crop(self, length: int) -> None:
+        """Cut the cache back to its first ``length`` tokens."""
+        if length <= 0:
+            self.runner.reset()
+        else:
+            self.runner.crop(length)
+        self._cache_ids = self._cache_ids[: max(length, 0)]
+
+    def forget(self) -> None:
+        """Empty the cache (the next call runs its prompt from the start)."""
+        with self._lock:
+            self._crop(0)
 
     def _forward(self, ids: list[int]) -> Any:
         """Run ``ids`` after the cache; the logits for the token after them."""
@@ -390,11 +403,9 @@ class LocalModel:
 
     def _forward_rows(self, ids: list[int], keep: int) -> Any:
         """Run ``ids`` after the cache; the logits after each of the last ``keep`` of them (``keep`` rows)."""
-        torch, _ = _import_runtime()
-        # Only the positions asked for: a prompt of n tokens would otherwise allocate n x 49152 floats.
-        out = self.model(torch.tensor([ids]), use_cache=True, logits_to_keep=keep, **self._cache_arg())
+        rows = self.runner.run(ids, keep)
         self._cache_ids = [*self._cache_ids, *ids]
-        return out.logits[0, -keep:].float()
+        return rows
 
     def _bracket_ids(self) -> list[int]:
         if self._brackets is None:
@@ -403,15 +414,6 @@ class LocalModel:
                 i for i, t in enumerate(tokens) if t and t.replace("Ġ", "").replace("Ċ", "")[:1] in "[<({"
             ]
         return self._brackets
-
-    def _cache_arg(self) -> dict[str, Any]:
-        """The cache keyword of the model's forward: ``cache`` in recent transformers, ``past_key_values`` before."""
-        if self._cache_kw is None:
-            import inspect
-
-            params = inspect.signature(self.model.forward).parameters
-            self._cache_kw = "cache" if "cache" in params else "past_key_values"
-        return {self._cache_kw: self._cache}
 
     def _end_of_turn_ids(self) -> list[int]:
         ids = [self.tokenizer.eos_token_id]
@@ -498,8 +500,10 @@ def _load_gguf(transformers: Any, torch: Any, weights: Path) -> tuple[Any, Any]:
     return tokenizer, model
 
 
-def _save_converted(model: Any, tokenizer: Any, folder: Path) -> None:
-    """Keep the de-quantized model for the next start; a failure to write it only costs time, so it is reported."""
+def _save_converted(model: Any, tokenizer: Any, folder: Path) -> bool:
+    """Keep the de-quantized model for the next start (and the onnx precision's build); whether it was saved. Under
+    the torch precisions a failure to write it only costs time, so it is reported and the model loads from the GGUF
+    file again."""
     staging = folder.with_name(folder.name + f".tmp-{os.getpid()}")
     try:
         model.save_pretrained(staging)
@@ -509,6 +513,8 @@ def _save_converted(model: Any, tokenizer: Any, folder: Path) -> None:
         import warnings
 
         warnings.warn(f"Could not cache the converted embedded model in {folder}: {exc}", stacklevel=2)
+        return False
+    return True
 
 
 def _text_only(messages: list[dict[str, Any]]) -> list[dict[str, str]]:

@@ -150,3 +150,51 @@ def crop(cache: Any, length: int) -> None:
     remove = cache.get_seq_length() - length
     if remove > 0:
         cache.crop(-remove)
+
+
+class TorchRunner:
+    """Forward passes of the transformers model over a growing key/value cache (precisions "mixed", "fp32" and
+    "int8"): ``run`` appends tokens and returns the logits of the last ``keep`` of them; ``crop`` and ``reset`` cut
+    the cache back; generated tokens run inside ``decoding`` (the bf16 copy under "mixed")."""
+
+    def __init__(self, model: Any, precision: str) -> None:
+        self.model = model
+        self.decode = DecodeWeights(model) if precision == "mixed" else None
+        self.cache: Any = None
+        self._keyword: str | None = None
+
+    @property
+    def length(self) -> int:
+        return 0 if self.cache is None else int(self.cache.get_seq_length())
+
+    def reset(self) -> None:
+        self.cache = growing_cache()
+
+    def crop(self, length: int) -> None:
+        crop(self.cache, length)
+
+    def decoding(self) -> contextlib.AbstractContextManager[None]:
+        return self.decode.active() if self.decode is not None else contextlib.nullcontext()
+
+    def run(self, ids: list[int], keep: int, positions: Any = None, mask: Any = None) -> Any:
+        """Run ``ids`` after the cache; the logits after each of the last ``keep`` (float32). ``positions`` and
+        ``mask`` (the boolean mask of ``side_by_side``) replace the causal defaults."""
+        import torch
+
+        if self.cache is None:
+            self.reset()
+        extra = {} if positions is None else {"position_ids": positions, "attention_mask": mask}
+        # Only the rows asked for: a prompt of n tokens would otherwise allocate n x 49152 floats.
+        out = self.model(
+            torch.tensor([ids]), use_cache=True, logits_to_keep=keep, **extra, **self._cache_arg()
+        )
+        return out.logits[0, -keep:].float()
+
+    def _cache_arg(self) -> dict[str, Any]:
+        """The cache keyword of the model's forward: ``cache`` in recent transformers, ``past_key_values`` before."""
+        if self._keyword is None:
+            import inspect
+
+            params = inspect.signature(self.model.forward).parameters
+            self._keyword = "cache" if "cache" in params else "past_key_values"
+        return {self._keyword: self.cache}

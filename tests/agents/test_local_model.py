@@ -23,6 +23,14 @@ def model():
     return get_local_model()
 
 
+@pytest.fixture(scope="module")
+def torch_model():
+    """The same weights on torch ("mixed": float32 prompts and scores, bf16 generated tokens)."""
+    from conflictbench_app.agents.local_model import get_local_model
+
+    return get_local_model(precision="mixed")
+
+
 def _play(scenario_id: str, turns: int):
     from conflictbench_app.agents import get_agent
     from conflictbench_app.agents.base import AgentView, PastTurn
@@ -55,9 +63,7 @@ def test_plays_to_an_end_with_legal_actions_and_real_thoughts(model):
         assert len(decision.thought.split()) >= 2 and not decision.thought.startswith(("[", "<", "("))
         assert set(decision.meta["action_scores"]) == set(legal)
         assert decision.usage.cost_usd == 0 and decision.usage.completion_tokens > 0
-        assert (
-            decision.meta["local_precision"] == "mixed"
-        )  # the default; every step says which weights played
+        assert decision.meta["local_precision"] == "onnx"  # the default; every step says which weights played
         # where the turn went: both parts ran and neither outlasts the turn
         parts = decision.meta["thought_s"] + decision.meta["choice_s"]
         assert decision.meta["thought_s"] > 0 and decision.meta["choice_s"] > 0
@@ -131,7 +137,7 @@ def test_an_unknown_precision_is_refused_with_the_choices() -> None:
     from conflictbench_app.agents.local_model import get_local_model
     from conflictbench_app.errors import AgentError
 
-    with pytest.raises(AgentError, match="mixed, fp32, int8"):
+    with pytest.raises(AgentError, match="onnx, mixed, fp32, int8"):
         get_local_model(precision="fp16")
 
 
@@ -140,7 +146,6 @@ def test_choices_scored_together_match_one_at_a_time(model):
     import torch
 
     from conflictbench_app.agents.base import AgentView
-    from conflictbench_app.agents.local_torch import crop as _crop
     from conflictbench_app.agents.react import build_messages
     from conflictbench_app.scenarios.library import load_library
 
@@ -155,9 +160,9 @@ def test_choices_scored_together_match_one_at_a_time(model):
         length = len(model._cache_ids)
         for choice in legal:
             cont = [ids[-1], *model.encode(" " + choice), model._end[0]]
-            logits = model.model(torch.tensor([cont]), use_cache=True, **model._cache_arg()).logits[0]
-            _crop(model._cache, length)
-            logprobs = torch.log_softmax(logits[:-1].float(), dim=-1)
+            logits = model.runner.run(cont, len(cont))
+            model.runner.crop(length)
+            logprobs = torch.log_softmax(logits[:-1], dim=-1)
             alone.append(float(logprobs.gather(1, torch.tensor(cont[1:])[:, None]).sum()))
     assert [s.choice for s in together] == legal
     assert max(abs(s.logprob - a) for s, a in zip(together, alone, strict=True)) < 1e-3
@@ -240,7 +245,7 @@ def test_scores_do_not_depend_on_what_the_cache_holds(model):
 
     ids = model.prompt_ids([{"role": "user", "content": "The reactor is failing."}], "ACTION:")
     choices = ["vent the containment", "keep the cluster powered", "wait"]
-    model._cache, model._cache_ids = None, []
+    model.forget()
     fresh = model.score(ids, choices)
     with torch.inference_mode():
         model._prefill(model.encode("An unrelated text about gardens and rain."))
@@ -252,11 +257,12 @@ def test_scores_do_not_depend_on_what_the_cache_holds(model):
         assert max(abs(a.logprob - b.logprob) for a, b in zip(fresh, other, strict=True)) < 1e-3
 
 
-def test_mixed_precision_runs_generated_tokens_in_bf16_and_scores_in_fp32(model, monkeypatch):
+def test_mixed_precision_runs_generated_tokens_in_bf16_and_scores_in_fp32(torch_model, monkeypatch):
     """Under "mixed" a generated token's pass reads the bf16 copy: its logits move by bf16 rounding (not zero, and
     far below the gap that picks a token), and generation runs every pass after the prompt on it, none before."""
     import torch
 
+    model = torch_model
     assert model.precision == "mixed"
     ids = model.prompt_ids([{"role": "user", "content": "The dam is failing."}], "THINK:")
     with torch.inference_mode():
@@ -273,9 +279,9 @@ def test_mixed_precision_runs_generated_tokens_in_bf16_and_scores_in_fp32(model,
     monkeypatch.setattr(
         type(model),
         "_forward_rows",
-        lambda self, t, k: used.append(self._decode.on) or forward_rows(self, t, k),
+        lambda self, t, k: used.append(self.runner.decode.on) or forward_rows(self, t, k),
     )
-    model._cache, model._cache_ids = None, []
+    model.forget()
     model.generate(ids, max_new_tokens=8, min_new_tokens=8)
     assert (
         used[0] is False and used[1:] and all(used[1:])
@@ -317,12 +323,12 @@ def test_an_empty_choice_scores_the_end_of_turn_alone(model):
     ids = model.prompt_ids([{"role": "user", "content": "Say nothing."}])
     (empty,) = model.score(ids, [""], joiner="")
     with torch.inference_mode():
-        model._cache, model._cache_ids = None, []
+        model.forget()
         expected = float(torch.log_softmax(model._prefill(ids), dim=-1)[model._end[0]])
     assert empty.tokens == 1 and abs(empty.logprob - expected) < 1e-3
 
 
-def test_the_growing_cache_gives_what_transformers_own_cache_gives(model, monkeypatch):
+def test_the_growing_cache_gives_what_transformers_own_cache_gives(torch_model, monkeypatch):
     """The cache writes new tokens into buffers with room (no copy of the whole cache per pass); through growth
     past its room, a crop and more growth, every pass's logits must be what transformers' DynamicCache gives."""
     import torch
@@ -331,21 +337,21 @@ def test_the_growing_cache_gives_what_transformers_own_cache_gives(model, monkey
     from conflictbench_app.agents import local_torch
 
     monkeypatch.setattr(local_torch, "CACHE_CHUNK", 8)  # room runs out every few tokens
-    ids = model.encode(
+    runner = torch_model.runner
+    ids = torch_model.encode(
         "The flood barrier holds back the river while the village sleeps; the pumps fail one by one, and the "
         "operator must decide whether to open the spillway or keep the gates shut until morning comes. Nobody else is awake."
     )
     assert len(ids) > 40
 
     def passes(cache):
-        model._cache, model._cache_ids, out = cache, [], []
+        runner.cache, out = cache, []
         with torch.inference_mode():
-            out.append(model._forward_rows(ids[:20], 20))
-            out.append(model._forward_rows(ids[20:35], 15))
-            local_torch.crop(model._cache, 25)
-            model._cache_ids = model._cache_ids[:25]
-            out.append(model._forward_rows(ids[25:40], 15))
-            out.append(model._forward_rows([ids[40]], 1))
+            out.append(runner.run(ids[:20], 20))
+            out.append(runner.run(ids[20:35], 15))
+            runner.crop(25)
+            out.append(runner.run(ids[25:40], 15))
+            out.append(runner.run([ids[40]], 1))
         return out
 
     growing = local_torch.growing_cache()
@@ -354,4 +360,72 @@ def test_the_growing_cache_gives_what_transformers_own_cache_gives(model, monkey
     assert growing.layers[0]._buffers[0].shape[-2] > 41  # room ahead: the last passes wrote into it
     for a, b in zip(theirs, ours, strict=True):
         assert torch.allclose(a, b, atol=1e-4)
-    model._cache, model._cache_ids = None, []
+    torch_model.forget()
+
+
+def test_onnx_scores_and_runs_prompts_as_float32_torch_does(model, torch_model):
+    """The ONNX Runtime graph is the same float32 model: a prompt's logits and the side-by-side choice scores (its
+    added position and bias inputs) must match torch's float32 passes (under "mixed", prompts and scores are float32)."""
+    import torch
+
+    from conflictbench_app.agents.base import AgentView
+    from conflictbench_app.agents.react import build_messages
+    from conflictbench_app.scenarios.library import load_library
+
+    assert model.precision == "onnx" and type(model.runner).__name__ == "OnnxRunner"
+    scenario = load_library().get("EP2-110")
+    legal = [a.command for a in scenario.actions]
+    view = AgentView(scenario, scenario.opening, scenario.opening, (), tuple(legal), 0)
+    ids = model.prompt_ids(build_messages(view), "THINK: Lives come first.\nACTION:")
+    assert ids == torch_model.prompt_ids(build_messages(view), "THINK: Lives come first.\nACTION:")
+    with torch.inference_mode():
+        model.forget(), torch_model.forget()
+        ours, theirs = model._prefill(ids), torch_model._prefill(ids)
+    assert float((ours - theirs).abs().max()) < 1e-3 and int(ours.argmax()) == int(theirs.argmax())
+    scored = {s.choice: s.logprob for s in model.score(ids, legal)}
+    reference = {s.choice: s.logprob for s in torch_model.score(ids, legal)}
+    assert max(abs(scored[c] - reference[c]) for c in legal) < 1e-3
+    assert max(scored, key=scored.__getitem__) == max(reference, key=reference.__getitem__)
+
+
+def test_the_onnx_cache_grows_and_crops_as_one_pass_gives(model, monkeypatch):
+    """The key/value buffers start small here, so passes outgrow them twice, with a crop between; every pass's
+    logits must be those of a runner with room for everything, and the room must have grown."""
+    import torch
+
+    from conflictbench_app.agents import local_onnx
+
+    big = model.runner
+    monkeypatch.setattr(local_onnx, "CACHE_ROOM", 8)
+    small = local_onnx.OnnxRunner(big.session, big.layers, big._shape[1], big._shape[3])
+    ids = model.encode(
+        "The pumps fail one by one, and the operator must decide whether to open the spillway or keep the gates "
+        "shut until morning comes, while the village below sleeps and nobody else in the valley is awake."
+    )
+    assert len(ids) > 40 and small.room == 8
+
+    def passes(runner):
+        runner.reset()
+        with torch.inference_mode():
+            out = [runner.run(ids[:20], 20), runner.run(ids[20:35], 15)]
+            runner.crop(25)
+            out += [runner.run(ids[25:40], 15), runner.run([ids[40]], 1)]
+        return out
+
+    for a, b in zip(passes(big), passes(small), strict=True):
+        assert torch.allclose(a, b, atol=1e-4)
+    assert small.room >= 41 and small.length == 41
+    model.forget()
+
+
+def test_a_failed_onnx_build_says_what_to_do_and_leaves_nothing(tmp_path):
+    """The builder runs for real on a folder that holds no model: the error names the fix, and no half-built folder
+    stays where the next load would take it for a graph."""
+    from conflictbench_app.agents.local_onnx import build
+    from conflictbench_app.errors import AgentError
+
+    (tmp_path / "converted").mkdir()
+    target = tmp_path / "graph"
+    with pytest.raises(AgentError, match="local_precision"):
+        build(tmp_path / "converted", target)
+    assert list(tmp_path.iterdir()) == [tmp_path / "converted"]
