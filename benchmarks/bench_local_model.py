@@ -5,17 +5,17 @@ turn, which the model cannot go below).
 Each episode goes through the real stack: the runner, one glulxe process per episode, SQLite and the agent. The time
 per turn is the agent's own latency recorded on each step (``timings.agent_s``); the wall time per turn includes the
 engine and the store. The target for the model is a median of at most 1.5 s per turn on 2 cores. The precisions run
-one after the other in the same run: "mixed" (the default ``local_precision``: float32 prompts and action scores,
-bf16 weights for the thought's tokens), "fp32" (float32 throughout) and the opt-in "int8" (dynamically quantized
-linear layers); each is compared with the first one named. ``--protocols`` plays each precision under each play
+one after the other in the same run: "onnx" (the default ``local_precision``: float32 on ONNX Runtime), and on torch
+"mixed" (float32 prompts and action scores, bf16 weights for the thought's tokens), "fp32" (float32 throughout) and
+"int8" (dynamically quantized linear layers); each is compared with the first one named. ``--protocols`` plays each precision under each play
 protocol named: "paper" (the default: the reply-format instruction is appended to every turn's last user message, so
 it runs again each turn) and "studio" (the format and the valid actions in the system prompt, earlier thoughts kept).
 
     .venv/bin/python benchmarks/bench_local_model.py                 # 4 project scenarios, text-only, 6 turns each
     .venv/bin/python benchmarks/bench_local_model.py --scenarios EP1-101,EP2-101 --max-turns 4
-    .venv/bin/python benchmarks/bench_local_model.py --scenarios all --max-turns 0 --precisions mixed  # every
+    .venv/bin/python benchmarks/bench_local_model.py --scenarios all --max-turns 0 --precisions onnx  # every
         # reviewed scenario of ours to its end or the text-only turn cap: the wall time of a whole run
-    .venv/bin/python benchmarks/bench_local_model.py --protocols paper,studio --precisions mixed  # both protocols
+    .venv/bin/python benchmarks/bench_local_model.py --protocols paper,studio --precisions onnx  # both protocols
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def main() -> None:
     parser.add_argument("--max-turns", type=int, default=6, help="0: the text-only turn cap of the settings")
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument(
-        "--precisions", default="mixed,fp32,int8", help="comma-separated, the first is the reference"
+        "--precisions", default="onnx,mixed,fp32", help="comma-separated, the first is the reference"
     )
     parser.add_argument(
         "--protocols",
