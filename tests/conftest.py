@@ -29,6 +29,7 @@ def isolated_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("CONFLICTBENCH_TOOLCHAIN_DIR", _TOOLCHAIN)
     monkeypatch.setenv("CONFLICTBENCH_CACHE_DIR", str(home / "cache"))
+    share_local_models(tmp_path_factory, home / "cache")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for key in list(os.environ):
         if key.startswith("CONFLICTBENCH_") and key not in (
@@ -43,6 +44,17 @@ def isolated_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
+
+
+def share_local_models(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> None:
+    """The embedded model's converted copy and ONNX graph (1 GB, about 30 s to make) are made once per test session,
+    shared by every test and xdist worker, instead of once in each test's own cache (the rest of it stays apart)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "local-models"
+    shared.mkdir(exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    if not (cache / "local-models").exists():
+        (cache / "local-models").symlink_to(shared, target_is_directory=True)
 
 
 @pytest.fixture

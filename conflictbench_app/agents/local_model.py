@@ -504,12 +504,17 @@ def _save_converted(model: Any, tokenizer: Any, folder: Path) -> bool:
     """Keep the de-quantized model for the next start (and the onnx precision's build); whether it was saved. Under
     the torch precisions a failure to write it only costs time, so it is reported and the model loads from the GGUF
     file again."""
+    import shutil
+
     staging = folder.with_name(folder.name + f".tmp-{os.getpid()}")
     try:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         os.replace(staging, folder)
     except (OSError, ValueError) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if (folder / "config.json").is_file():
+            return True  # another process converted the same weights first: its copy serves
         import warnings
 
         warnings.warn(f"Could not cache the converted embedded model in {folder}: {exc}", stacklevel=2)

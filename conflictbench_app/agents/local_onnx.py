@@ -94,7 +94,12 @@ def build(converted: Path, folder: Path) -> None:
     add_inputs(raw / "model.onnx", staging / "model.onnx")
     shutil.rmtree(raw)
     shutil.rmtree(staging / "cache", ignore_errors=True)
-    os.replace(staging, folder)
+    try:
+        os.replace(staging, folder)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not (folder / "model.onnx").is_file():  # else another process built the same graph first
+            raise AgentError(f"Could not save the embedded model's ONNX graph in {folder}: {exc}.") from exc
 
 
 def add_inputs(source: Path, target: Path) -> None:

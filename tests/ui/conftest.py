@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import share_local_models
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"
@@ -17,12 +19,15 @@ PAPER = SHARED / "paper-corpus" / "results"
 
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _isolated(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("CONFLICTBENCH_SETTINGS", str(tmp_path / "config" / "settings.toml"))
     monkeypatch.setenv("CONFLICTBENCH_CACHE_DIR", str(_shared_cache(tmp_path)))
+    share_local_models(tmp_path_factory, _shared_cache(tmp_path))
     monkeypatch.setenv("CONFLICTBENCH_KEYRING_BACKEND", "memory")
     # The pickers start on the scripted agent (not the embedded model, which loads for seconds): tests that want
     # another choose it.
