@@ -61,9 +61,15 @@ def load_runner(converted: Path) -> OnnxRunner:
     options = onnxruntime.SessionOptions()
     options.inter_op_num_threads = 1  # one graph, run op after op: the cores go to each op's own threads
     options.log_severity_level = 3  # the builder's graph makes ORT warn about unused initializers
-    session = onnxruntime.InferenceSession(
-        str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
-    )
+    try:
+        session = onnxruntime.InferenceSession(
+            str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:  # ONNX Runtime raises its own Fail/InvalidGraph/RuntimeError types
+        raise AgentError(
+            f"The embedded model's ONNX graph in {folder} could not be loaded ({exc}). Delete that folder to "
+            f'build it again on the next load, or set local_precision = "mixed".'
+        ) from exc
     config = json.loads((converted / "config.json").read_text(encoding="utf-8"))
     head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
     return OnnxRunner(session, config["num_hidden_layers"], config["num_key_value_heads"], head_dim)

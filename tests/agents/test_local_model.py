@@ -429,3 +429,19 @@ def test_a_failed_onnx_build_says_what_to_do_and_leaves_nothing(tmp_path):
     with pytest.raises(AgentError, match="local_precision"):
         build(tmp_path / "converted", target)
     assert list(tmp_path.iterdir()) == [tmp_path / "converted"]
+
+
+def test_a_damaged_onnx_graph_says_to_delete_it(tmp_path):
+    """A graph file cut short (a full disk, a killed copy) is not built over silently: the error names the folder to
+    delete, and loading fails before any play starts."""
+    from conflictbench_app.agents.local_onnx import load_runner, onnx_dir
+    from conflictbench_app.errors import AgentError
+
+    converted = tmp_path / "converted"
+    converted.mkdir()
+    (converted / "config.json").write_text("{}", encoding="utf-8")
+    graph = onnx_dir(converted)
+    graph.mkdir()
+    (graph / "model.onnx").write_bytes(b"not a graph")
+    with pytest.raises(AgentError, match=f"{graph.name}.*Delete that folder"):
+        load_runner(converted)
